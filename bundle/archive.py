@@ -1,0 +1,366 @@
+"""The evidence archive: canonical JSON, reproducible gzip, atomic writes, phases, manifest.
+
+A run archive is one folder (``evidence/<run-id>/``)::
+
+    manifest.json          # every completed file: size, sha256, content sha256 for .gz
+    environment.json.gz    # where each phase ran (native or docker, pinned image or not)
+    <phase>/...            # one folder per completed phase
+    .staging/<phase>/...   # an unfinished phase (kept for resume; never in the manifest)
+
+Records are written as the original study wrote its JSON (spec "Conventions": 2-space
+indent, insertion-ordered keys, ``allow_nan=False``, ASCII escaping, one trailing newline)
+and stored gzipped with a reproducible header (mtime 0, empty file name, level 9), so the
+same record always gives the same bytes. Every write goes to a temporary file in the
+destination folder, is fsynced and then renamed over the destination (``os.replace``).
+
+This module never imports torch; ``verify/`` reads archives through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundle.errors import BundleError
+
+SCHEMA_VERSION = 1
+GZIP_LEVEL = 9
+MANIFEST_NAME = "manifest.json"
+ENVIRONMENT_NAME = "environment.json.gz"
+STAGING_DIR = ".staging"
+_CHUNK_BYTES = 1 << 20
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO 8601 with offset (as the original's ``*_at_utc`` fields)."""
+    return datetime.now(UTC).isoformat()
+
+
+def dumps_canonical(obj: Any) -> str:
+    """Serialise *obj* the way the original wrote its JSON evidence.
+
+    Args:
+        obj: JSON-compatible value (dicts keep insertion order).
+
+    Returns:
+        Text with 2-space indent, default separators, ASCII escaping and one trailing newline.
+
+    Raises:
+        BundleError: the value holds NaN/Infinity or a non-JSON type.
+    """
+    try:
+        return json.dumps(obj, indent=2, allow_nan=False, ensure_ascii=True) + "\n"
+    except (ValueError, TypeError) as exc:
+        raise BundleError(f"record is not canonical JSON ({exc}): fix the value before writing") from None
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """Gzip *data* reproducibly: level 9, mtime 0, empty file name in the header.
+
+    Args:
+        data: the uncompressed bytes.
+
+    Returns:
+        The gzip stream; equal inputs give equal outputs on the same zlib.
+    """
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=GZIP_LEVEL, fileobj=buffer, mtime=0) as gz:
+        gz.write(data)
+    return buffer.getvalue()
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write *data* to *path* atomically (temporary file in the same folder, fsync, rename).
+
+    Args:
+        path: destination; parent folders are created.
+        data: bytes to store.
+
+    Returns:
+        The destination path.
+
+    Raises:
+        BundleError: the folder cannot be written.
+    """
+    dest = Path(path)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except OSError as exc:
+        raise BundleError(f"cannot write {dest} ({exc.strerror}): check the folder permissions") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(dest.parent)
+    return dest
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write *obj* as canonical, uncompressed JSON (see :func:`dumps_canonical`), atomically."""
+    return atomic_write_bytes(path, dumps_canonical(obj).encode("ascii"))
+
+
+def write_json_gz(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write *obj* as canonical JSON, reproducibly gzipped, atomically.
+
+    Args:
+        path: destination, conventionally ``<name>.json.gz``.
+        obj: JSON-compatible record.
+
+    Returns:
+        The destination path.
+
+    Raises:
+        BundleError: non-canonical value or unwritable folder.
+    """
+    return atomic_write_bytes(path, gzip_bytes(dumps_canonical(obj).encode("ascii")))
+
+
+def read_json_gz(path: str | os.PathLike[str]) -> Any:
+    """Read a record written by :func:`write_json_gz` (plain ``.json`` is read as is).
+
+    Raises:
+        BundleError: the file is missing, not gzip or not JSON.
+    """
+    src = Path(path)
+    try:
+        raw = src.read_bytes()
+        text = gzip.decompress(raw) if src.name.endswith(".gz") else raw
+        return json.loads(text)
+    except FileNotFoundError:
+        raise BundleError(f"record not found ({src}): run the phase that writes it first") from None
+    except (OSError, EOFError, ValueError) as exc:
+        raise BundleError(f"record is unreadable ({src}: {exc}): remove it and rerun its phase") from None
+
+
+def write_bytes_gz(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Store raw tool output (ncu CSV, ``.ncu-rep``, NVML stamp logs) reproducibly gzipped."""
+    return atomic_write_bytes(path, gzip_bytes(bytes(data)))
+
+
+def write_npy(path: str | os.PathLike[str], array: np.ndarray) -> Path:
+    """Write *array* as ``.npy`` without pickle, atomically.
+
+    Args:
+        path: destination ``.npy`` path.
+        array: a numeric array (predictions: int64, shape (M,)).
+
+    Raises:
+        BundleError: object arrays (they would need pickle).
+    """
+    arr = np.asarray(array)
+    if arr.dtype.hasobject:
+        raise BundleError(f"refusing to write an object array to {path}: convert it to a numeric dtype")
+    buffer = io.BytesIO()
+    np.save(buffer, arr, allow_pickle=False)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of the stored bytes of *path*, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_entry(path: Path, rel: str) -> dict[str, Any]:
+    """One manifest entry: stored size/sha256 and, for ``.gz``, the decompressed size/sha256.
+
+    Raises:
+        BundleError: a ``.gz`` file is not a valid gzip stream.
+    """
+    content_sha256: str | None = None
+    content_size: int | None = None
+    if rel.endswith(".gz"):
+        digest = hashlib.sha256()
+        content_size = 0
+        try:
+            with gzip.open(path, "rb") as handle:
+                while chunk := handle.read(_CHUNK_BYTES):
+                    digest.update(chunk)
+                    content_size += len(chunk)
+        except (OSError, EOFError) as exc:
+            raise BundleError(f"corrupt gzip file in the archive ({path}: {exc}): rerun its phase") from None
+        content_sha256 = digest.hexdigest()
+    return {
+        "path": rel,
+        "size_bytes": path.stat().st_size,
+        "sha256": file_sha256(path),
+        "content_sha256": content_sha256,
+        "content_size_bytes": content_size,
+    }
+
+
+class PhaseStage:
+    """The staging folder of one phase (``run_dir/.staging/<phase>/``).
+
+    Jobs write their records into :attr:`path`; :meth:`has` tells a resumed phase which
+    outputs already exist (each was written atomically, so existing means complete).
+    """
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+
+    def __truediv__(self, rel: str) -> Path:
+        return self.path / rel
+
+    def has(self, rel: str) -> bool:
+        """Whether the staged file *rel* exists (a job's output from an earlier attempt)."""
+        return (self.path / rel).is_file()
+
+
+class RunArchive:
+    """One run folder: phases staged and completed by rename, plus ``manifest.json``.
+
+    Args:
+        run_dir: the run folder (created on first use).
+        run_id: recorded in the manifest; defaults to the folder name.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str], run_id: str | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id or self.run_dir.resolve().name
+
+    def phase_dir(self, name: str) -> Path:
+        """Folder of the completed phase *name* (may not exist)."""
+        return self.run_dir / name
+
+    def is_complete(self, name: str) -> bool:
+        """Whether the phase *name* has been completed (its folder exists)."""
+        return self.phase_dir(name).is_dir()
+
+    def completed_phases(self) -> list[str]:
+        """Names of the completed phases, sorted."""
+        if not self.run_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.run_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    @contextlib.contextmanager
+    def phase(self, name: str, *, force: bool = False) -> Iterator[PhaseStage]:
+        """Stage the phase *name*; complete it by rename when the block exits cleanly.
+
+        Args:
+            name: phase folder name (``validate``, ``compare``, ``qualify``, ``energy``, ``profile``).
+            force: replace an already completed phase (only at the moment of completion, so a
+                crash in the rerun keeps the old result).
+
+        Yields:
+            The :class:`PhaseStage`; files already staged by an interrupted attempt are kept.
+
+        Raises:
+            BundleError: the phase is already complete and *force* is false.
+        """
+        if not name or "/" in name or name.startswith("."):
+            raise BundleError(f"invalid phase name {name!r}: use a plain folder name such as 'compare'")
+        final = self.phase_dir(name)
+        if final.exists() and not force:
+            raise BundleError(
+                f"phase '{name}' is already complete ({final}): pass --force to replace it "
+                "or use another --out folder"
+            )
+        staging = self.run_dir / STAGING_DIR / name
+        staging.mkdir(parents=True, exist_ok=True)
+        yield PhaseStage(name, staging)
+        # Reached only when the block raised nothing: complete by rename.
+        trash = self.run_dir / STAGING_DIR / f"{name}.replaced"
+        if final.exists():
+            if trash.exists():
+                shutil.rmtree(trash)
+            os.replace(final, trash)
+        os.replace(staging, final)
+        _fsync_dir(self.run_dir)
+        if trash.exists():
+            shutil.rmtree(trash)
+        self.write_manifest()
+
+    def manifest_entries(self) -> list[dict[str, Any]]:
+        """Entries for every file of the completed phases and the root records, sorted by path.
+
+        ``manifest.json`` itself, hidden files and ``.staging/`` are not listed.
+        """
+        entries = []
+        if not self.run_dir.is_dir():
+            return entries
+        for path in sorted(self.run_dir.rglob("*")):
+            rel = path.relative_to(self.run_dir).as_posix()
+            if rel == MANIFEST_NAME or any(part.startswith(".") for part in rel.split("/")):
+                continue
+            if path.is_file():
+                entries.append(file_entry(path, rel))
+        entries.sort(key=lambda e: e["path"])
+        return entries
+
+    def write_manifest(self) -> Path:
+        """(Re)write ``manifest.json`` over every completed phase (canonical JSON, not gzipped)."""
+        manifest = {"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "files": self.manifest_entries()}
+        return write_json(self.run_dir / MANIFEST_NAME, manifest)
+
+    def read_manifest(self) -> dict[str, Any]:
+        """Read ``manifest.json``.
+
+        Raises:
+            BundleError: missing or unreadable.
+        """
+        return read_json_gz(self.run_dir / MANIFEST_NAME)
+
+    def record_execution(self, phase: str, execution: Mapping[str, Any]) -> Path:
+        """Add where *phase* ran to ``environment.json.gz`` and refresh the manifest.
+
+        Executions that are equal apart from their phase list share one entry, so a run made
+        entirely on one host has one entry listing every phase.
+
+        Args:
+            phase: the phase name.
+            execution: a record from :func:`bundle.hostinfo.execution_record`.
+
+        Returns:
+            Path of ``environment.json.gz``.
+        """
+        path = self.run_dir / ENVIRONMENT_NAME
+        record = (
+            read_json_gz(path)
+            if path.exists()
+            else {"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "executions": []}
+        )
+        body = {k: v for k, v in execution.items() if k not in ("phases", "recorded_at_utc")}
+        for entry in record["executions"]:
+            if {k: v for k, v in entry.items() if k not in ("phases", "recorded_at_utc")} == body:
+                if phase not in entry["phases"]:
+                    entry["phases"].append(phase)
+                break
+        else:
+            record["executions"].append({"phases": [phase], "recorded_at_utc": utc_now(), **body})
+        write_json_gz(path, record)
+        self.write_manifest()
+        return path

@@ -1,0 +1,235 @@
+"""Jobs and engines: how a phase runs one process, natively or in a container.
+
+Phases never start processes themselves. They describe a job as a :class:`JobSpec` and hand
+it to an :class:`Engine`, which returns a :class:`JobResult`. :class:`SubprocessEngine` runs
+the job on this host; ``bundle.docker_engine.DockerEngine`` runs one container per job.
+
+``CUBLAS_WORKSPACE_CONFIG`` is removed from the inherited environment and set only from
+``JobSpec.env``, so every fixture process starts with exactly the workspace configuration
+its phase asked for (spec 4.3: one fresh process per configuration).
+
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol, runtime_checkable
+
+from bundle.errors import BundleError
+
+PYTHON_PLACEHOLDER = "{python}"
+WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
+OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
+TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One process to run.
+
+    Attributes:
+        name: job name, e.g. ``"compare/workspace-16-8"``.
+        argv: command line; every ``"{python}"`` is replaced by the engine's interpreter.
+        env: added to the child's environment (``CUBLAS_WORKSPACE_CONFIG`` is set ONLY here).
+        workdir: host folder the job reads/writes (docker bind-mounts it at the same path).
+        timeout_s: wall-clock limit in seconds.
+        gpu: whether the job needs the GPU (containers get ``--gpus``).
+        cap_sys_admin: performance counters (ncu) in a container.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: Path = Path(".")
+    timeout_s: float = 1800.0
+    gpu: bool = True
+    cap_sys_admin: bool = False
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What one job did.
+
+    Attributes:
+        name: the job's name.
+        exit_code: process exit status (124 after a timeout; negative = killed by signal).
+        stdout: full text, bounded to the last 1 MiB.
+        stderr: full text, bounded to the last 1 MiB.
+        duration_s: wall-clock seconds from start to exit.
+    """
+
+    name: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether the job exited with status 0."""
+        return self.exit_code == 0
+
+    def last_error_line(self) -> str:
+        """The last non-empty stderr line (else stdout line), for one-line error messages."""
+        for text in (self.stderr, self.stdout):
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
+        return f"exit status {self.exit_code}, no output"
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Runs a :class:`JobSpec`. Engines may also expose ``kind`` ("native" | "docker") and
+    ``image_reference`` (``None`` natively) for the execution record."""
+
+    def run(self, spec: JobSpec, *, on_line: Callable[[str], None] | None = None) -> JobResult:
+        """Run *spec* to completion, passing each output line to *on_line* as it arrives."""
+        ...
+
+
+def expand_argv(argv: tuple[str, ...], python: str) -> list[str]:
+    """Replace ``"{python}"`` in every argument of *argv* by *python*."""
+    return [arg.replace(PYTHON_PLACEHOLDER, python) for arg in argv]
+
+
+def child_environment(spec_env: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: *base* (default ``os.environ``) minus the workspace config, plus *spec_env*."""
+    env = dict(os.environ if base is None else base)
+    env.pop(WORKSPACE_ENV, None)
+    env.update({str(k): str(v) for k, v in spec_env.items()})
+    return env
+
+
+class _BoundedText:
+    """Keeps the last *limit* bytes of a text stream."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: collections.deque[str] = collections.deque()
+        self.size = 0
+        self.truncated = False
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text.encode("utf-8", "replace"))
+        while self.size > self.limit and len(self.parts) > 1:
+            self.size -= len(self.parts.popleft().encode("utf-8", "replace"))
+            self.truncated = True
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        if self.size > self.limit:
+            out = out.encode("utf-8", "replace")[-self.limit :].decode("utf-8", "replace")
+        return out
+
+
+def _pump(stream: IO[str], sink: _BoundedText, on_line: Callable[[str], None] | None, lock: threading.Lock) -> None:
+    for line in iter(stream.readline, ""):
+        sink.add(line)
+        if on_line is not None:
+            with lock:
+                on_line(line.rstrip("\n"))
+    stream.close()
+
+
+class SubprocessEngine:
+    """Runs jobs as child processes of this one (the native engine).
+
+    Args:
+        python: interpreter substituted for ``"{python}"`` (default ``sys.executable``).
+        cwd: working directory of the child (default: this process's).
+        output_limit_bytes: how much of each stream to keep (the last bytes).
+    """
+
+    kind = "native"
+    image_reference: str | None = None
+
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
+    ) -> None:
+        self.python = python or sys.executable
+        self.cwd = cwd
+        self.output_limit_bytes = output_limit_bytes
+
+    def run(self, spec: JobSpec, *, on_line: Callable[[str], None] | None = None) -> JobResult:
+        """Run *spec*; stream its lines (stdout and stderr) to *on_line*.
+
+        Returns:
+            The :class:`JobResult`; a timeout kills the process group and gives exit code 124.
+
+        Raises:
+            BundleError: the program cannot be started.
+        """
+        argv = expand_argv(spec.argv, self.python)
+        env = child_environment(spec.env)
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=self.cwd,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BundleError(
+                f"cannot start job {spec.name} ({argv[0]}: {exc.strerror}): check that the program is installed"
+            ) from None
+        out, err = _BoundedText(self.output_limit_bytes), _BoundedText(self.output_limit_bytes)
+        lock = threading.Lock()
+        threads = [
+            threading.Thread(target=_pump, args=(proc.stdout, out, on_line, lock), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err, on_line, lock), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            exit_code = proc.wait(timeout=spec.timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            exit_code = TIMEOUT_EXIT_CODE
+        except BaseException:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise
+        for thread in threads:
+            thread.join(timeout=10)
+        if timed_out:
+            err.add(f"job {spec.name} timed out after {spec.timeout_s:g} s and was killed\n")
+        return JobResult(
+            name=spec.name,
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=time.perf_counter() - start,
+        )

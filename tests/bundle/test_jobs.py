@@ -1,0 +1,73 @@
+"""Tests for bundle.jobs: SubprocessEngine environment, placeholder, streaming, bounds, timeout."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bundle.errors import BundleError
+from bundle.jobs import Engine, JobSpec, SubprocessEngine, child_environment, expand_argv
+
+ENV_DUMP = "import json, os; print(json.dumps({k: os.environ.get(k) for k in ('CUBLAS_WORKSPACE_CONFIG', 'REV88_X')}))"
+
+
+def test_engine_protocol():
+    assert isinstance(SubprocessEngine(), Engine)
+    assert SubprocessEngine().kind == "native" and SubprocessEngine().image_reference is None
+
+
+def test_workspace_config_comes_only_from_the_spec(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    monkeypatch.setenv("REV88_X", "inherited")
+    engine = SubprocessEngine()
+    plain = engine.run(JobSpec("t/plain", ("{python}", "-c", ENV_DUMP), {}, tmp_path, gpu=False))
+    assert plain.ok, plain.stderr
+    assert json.loads(plain.stdout) == {"CUBLAS_WORKSPACE_CONFIG": None, "REV88_X": "inherited"}
+    spec = JobSpec("t/ws", ("{python}", "-c", ENV_DUMP), {"CUBLAS_WORKSPACE_CONFIG": ":16:8"}, tmp_path, gpu=False)
+    assert json.loads(engine.run(spec).stdout)["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+
+
+def test_placeholder_expansion():
+    assert expand_argv(("ncu", "--x", "{python}", "-m", "bundle.fixture"), "/py") == [
+        "ncu", "--x", "/py", "-m", "bundle.fixture"]
+    env = child_environment({"A": "1"}, base={"CUBLAS_WORKSPACE_CONFIG": ":0:0", "B": "2"})
+    assert env == {"B": "2", "A": "1"}
+
+
+def test_lines_stream_and_exit_code(tmp_path):
+    code = "import sys; print('one'); print('two', file=sys.stderr); sys.stdout.flush(); sys.exit(3)"
+    lines = []
+    result = SubprocessEngine().run(JobSpec("t/lines", ("{python}", "-c", code), {}, tmp_path), on_line=lines.append)
+    assert result.exit_code == 3 and not result.ok
+    assert sorted(lines) == ["one", "two"]
+    assert result.stdout == "one\n" and result.stderr == "two\n"
+    assert result.last_error_line() == "two"
+    assert result.duration_s > 0
+
+
+def test_output_is_bounded_to_the_last_bytes(tmp_path):
+    code = "for i in range(5000): print(f'line {i:06d}')"
+    result = SubprocessEngine(output_limit_bytes=1000).run(JobSpec("t/big", ("{python}", "-c", code), {}, tmp_path))
+    assert len(result.stdout.encode()) <= 1000
+    assert result.stdout.endswith("line 004999\n")
+
+
+def test_timeout_kills_the_job(tmp_path):
+    spec = JobSpec("t/slow", ("{python}", "-c", "import time; time.sleep(30)"), {}, tmp_path, timeout_s=0.5)
+    result = SubprocessEngine().run(spec)
+    assert result.exit_code == 124
+    assert "timed out" in result.stderr
+    assert result.duration_s < 20
+
+
+def test_missing_program_is_one_line_error(tmp_path):
+    with pytest.raises(BundleError, match="cannot start job"):
+        SubprocessEngine().run(JobSpec("t/none", ("/nonexistent/prog",), {}, tmp_path))
+
+
+def test_python_override(tmp_path):
+    result = SubprocessEngine(python=sys.executable).run(
+        JobSpec("t/py", ("{python}", "-c", "import sys; print(sys.executable)"), {}, tmp_path))
+    assert result.stdout.strip() == sys.executable

@@ -1,0 +1,133 @@
+"""Typed, one-line-erroring access to parsed evidence records.
+
+Evidence is JSON. Every value a check uses is read through :func:`get` (or the typed
+shorthands), which names the file and the key path in its error, so malformed evidence
+(missing keys, wrong types, NaN where a number is required) becomes one line, never a
+traceback. JSON is parsed with NaN/Infinity rejected, as the writers use ``allow_nan=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from bundle.errors import BundleError
+
+
+class RecordError(BundleError):
+    """Malformed evidence: ``<what> (<file>: <key path>): <what to do>``."""
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false",
+               dict: "an object", list: "a list"}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in evidence JSON")
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Parse evidence JSON bytes (UTF-8), rejecting NaN and Infinity.
+
+    Raises:
+        RecordError: not UTF-8, not JSON, or containing NaN/Infinity.
+    """
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record is not UTF-8 text ({where}, byte {exc.start}): regenerate the file") from None
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        raise RecordError(f"record is not valid JSON ({where}): {msg}; regenerate the file") from None
+
+
+def get(obj: Any, path: str, kind: type | tuple[type, ...] | None, where: str) -> Any:
+    """Return ``obj[path]`` for a dotted path (list positions are integers: ``trials.2.active``).
+
+    Args:
+        obj: parsed JSON.
+        path: dotted key path.
+        kind: required type(s); ``float`` accepts ints too; bool is never an int; floats
+            must be finite. None accepts anything.
+        where: file name for the error line.
+
+    Raises:
+        RecordError: a key is missing or the value has the wrong type.
+    """
+    cur = obj
+    walked: list[str] = []
+    for part in path.split(".") if path else []:
+        walked.append(part)
+        if isinstance(cur, Mapping):
+            if part not in cur:
+                raise RecordError(f"missing key '{'.'.join(walked)}' ({where}): the record is incomplete; regenerate it")
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit():
+            idx = int(part)
+            if idx >= len(cur):
+                raise RecordError(f"missing list item '{'.'.join(walked)}' ({where}): the record is incomplete")
+            cur = cur[idx]
+        else:
+            raise RecordError(f"'{'.'.join(walked[:-1]) or '<top>'}' is not an object ({where}): wrong record layout")
+    if kind is not None and not _is_kind(cur, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        want = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+        raise RecordError(f"'{path}' should be {want} but is {_describe(cur)} ({where}): fix or regenerate the record")
+    return cur
+
+
+def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if k is float:
+            if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+                return True
+        elif k is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return True
+        elif isinstance(value, k):
+            return True
+    return False
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}"
+
+
+def get_int(obj: Any, path: str, where: str) -> int:
+    """Integer field (bool rejected)."""
+    return get(obj, path, int, where)
+
+
+def get_float(obj: Any, path: str, where: str) -> float:
+    """Finite number field (int accepted, returned as float)."""
+    return float(get(obj, path, float, where))
+
+
+def get_str(obj: Any, path: str, where: str) -> str:
+    """String field."""
+    return get(obj, path, str, where)
+
+
+def get_dict(obj: Any, path: str, where: str) -> dict:
+    """Object field."""
+    return get(obj, path, dict, where)
+
+
+def get_list(obj: Any, path: str, where: str) -> list:
+    """List field."""
+    return get(obj, path, list, where)
+
+
+def get_bool(obj: Any, path: str, where: str) -> bool:
+    """Boolean field."""
+    return get(obj, path, bool, where)
