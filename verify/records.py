@@ -43,12 +43,12 @@ def parse_json(data: bytes, where: str) -> Any:
         raise RecordError(f"record is not valid JSON ({where}): {msg}; regenerate the file") from None
 
 
-def get(obj: Any, path: str, kind: type | tuple[type, ...] | None, where: str) -> Any:
+def get(obj: Any, path: str | tuple[str, ...], kind: type | tuple[type, ...] | None, where: str) -> Any:
     """Return ``obj[path]`` for a dotted path (list positions are integers: ``trials.2.active``).
 
     Args:
         obj: parsed JSON.
-        path: dotted key path.
+        path: dotted key path, or a tuple of keys when a key itself contains a dot.
         kind: required type(s); ``float`` accepts ints too; bool is never an int; floats
             must be finite. None accepts anything.
         where: file name for the error line.
@@ -58,7 +58,9 @@ def get(obj: Any, path: str, kind: type | tuple[type, ...] | None, where: str) -
     """
     cur = obj
     walked: list[str] = []
-    for part in path.split(".") if path else []:
+    parts = path if isinstance(path, tuple) else (path.split(".") if path else [])
+    path = ".".join(parts)
+    for part in parts:
         walked.append(part)
         if isinstance(cur, Mapping):
             if part not in cur:

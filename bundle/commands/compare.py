@@ -1,9 +1,77 @@
-"""`rev88` commands for the compare step (placeholder until implemented)."""
+"""`rev88 compare`: the cuBLAS workspace comparison (three fresh fixture processes on one draw)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from bundle.commands import one_line_errors
+
+
+def make_engine(name: str):  # noqa: ANN201  (an Engine)
+    """The engine named on the command line: ``native`` (subprocess) or ``docker`` (one container per job).
+
+    Raises:
+        BundleError: unknown name or the docker engine is not available.
+    """
+    from bundle.errors import BundleError  # noqa: PLC0415
+
+    if name == "native":
+        from bundle.jobs import SubprocessEngine  # noqa: PLC0415
+
+        return SubprocessEngine()
+    if name == "docker":
+        try:
+            from bundle.docker_engine import DockerEngine  # noqa: PLC0415
+        except ImportError as exc:
+            raise BundleError(f"docker engine unavailable ({exc}): use --engine native") from None
+        return DockerEngine()
+    raise BundleError(f"unknown --engine {name!r}: use native or docker")
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on *app*."""
+    """Register ``rev88 compare`` on *app*."""
+
+    @app.command("compare")
+    @one_line_errors
+    def compare(
+        out: Annotated[Path, typer.Option("--out", help="run archive folder")],
+        engine: Annotated[str, typer.Option("--engine", help="native | docker")] = "native",
+        draw: Annotated[int, typer.Option("--draw", help="qualification draw (0-10)")] = 0,
+        raw_dir: Annotated[Path | None, typer.Option("--raw-dir", help="raw MNIST folder")] = None,
+        device: Annotated[str, typer.Option("--device", help="cuda (protocol) | cpu (diagnostic)")] = "cuda",
+        force: Annotated[bool, typer.Option("--force", help="replace a completed compare phase")] = False,
+    ) -> None:
+        """Run the fixture at :4096:8, :16:8 and :0:0 in fresh processes and compare memory and outputs."""
+        from rich.console import Console  # noqa: PLC0415
+        from rich.table import Table  # noqa: PLC0415
+
+        from bundle.phases.compare import run_compare  # noqa: PLC0415
+
+        console = Console(stderr=True)
+        result = run_compare(out, engine=make_engine(engine), raw_dir=raw_dir, draw_index=draw, force=force,
+                             device=device, on_job=lambda name: console.print(f"[bold]running[/] {name}"),
+                             on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
+                                                                highlight=False))
+        table = Table(title=f"cuBLAS workspace comparison, draw {draw} ({out}/compare)")
+        for col in ("workspace", "peak alloc B", "MiB", "live B", "peak reserved B", "unnamed B",
+                    "saved vs baseline", "first run ms", "audit"):
+            table.add_column(col, justify="left" if col == "workspace" else "right")
+        for cfg in result["configs"]:
+            mem = cfg["memory"] or {}
+            red = result["reductions_vs_baseline"].get(cfg["workspace"])
+            saved = (f"{red['peak_allocated_bytes_saved']:,} ({red['peak_allocated_reduction_percent']:.2f} %)"
+                     if red else "-")
+            ms = cfg["first_invocation_cuda_ms"]
+            table.add_row(f"{cfg['workspace']} {cfg['role']}", f"{mem.get('peak_allocated_bytes', 0):,}",
+                          f"{mem.get('peak_allocated_mib', 0):.4f}", f"{mem.get('live_allocated_bytes', 0):,}",
+                          f"{mem.get('peak_reserved_bytes', 0):,}", f"{mem.get('unnamed_live_allocated_bytes', 0):,}",
+                          saved, "-" if ms is None else f"{ms:.2f}",
+                          "-" if cfg["memory_audit"] is None else ("ok" if cfg["memory_audit"]["passed"] else "FAIL"))
+        Console().print(table)
+        frozen = result["predictions_bit_equal_to_frozen_reference"]
+        typer.echo(f"predictions bit-equal across configs: {result['predictions_bit_equal_across_configs']}; "
+                   f"to the frozen original: {frozen}; state fields differing from baseline: "
+                   f"{result['state_fields_differing_from_baseline']}")

@@ -1,9 +1,65 @@
-"""`rev88` commands for the energy step (placeholder until implemented)."""
+"""`rev88 energy`: the original 3-trial protocol or the interleaved workspace protocol (NVML)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from bundle.commands import one_line_errors
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on *app*."""
+    """Register ``rev88 energy`` on *app*."""
+
+    @app.command("energy")
+    @one_line_errors
+    def energy(
+        out: Annotated[Path, typer.Option("--out", help="run archive folder")],
+        protocol: Annotated[str, typer.Option("--protocol", help="original | interleaved | both")] = "interleaved",
+        engine: Annotated[str, typer.Option("--engine", help="native | docker")] = "native",
+        draw: Annotated[int, typer.Option("--draw", help="qualification draw (0-10)")] = 0,
+        raw_dir: Annotated[Path | None, typer.Option("--raw-dir", help="raw MNIST folder")] = None,
+        rounds: Annotated[int, typer.Option("--rounds", help="interleaved rounds K (3 trials each)")] = 5,
+        active_seconds: Annotated[float, typer.Option("--active-seconds", help="active window, s")] = 10.0,
+        idle_seconds: Annotated[float, typer.Option("--idle-seconds", help="each idle window, s")] = 3.0,
+        settle_seconds: Annotated[float, typer.Option("--settle-seconds", help="settle before idle, s")] = 2.0,
+        record_nvml: Annotated[bool, typer.Option("--record-nvml", help="archive every NVML reading")] = False,
+        force: Annotated[bool, typer.Option("--force", help="replace a completed energy protocol")] = False,
+    ) -> None:
+        """Measure idle-adjusted energy per task with NVML in fresh fixture processes."""
+        from rich.console import Console  # noqa: PLC0415
+        from rich.table import Table  # noqa: PLC0415
+
+        from bundle.commands.compare import make_engine  # noqa: PLC0415
+        from bundle.phases.energy import run_energy  # noqa: PLC0415
+
+        console = Console(stderr=True)
+        result = run_energy(out, engine=make_engine(engine), protocol=protocol, raw_dir=raw_dir, draw_index=draw,
+                            rounds=rounds, active_seconds=active_seconds, idle_seconds=idle_seconds,
+                            settle_seconds=settle_seconds, record_nvml=record_nvml, force=force,
+                            on_job=lambda name: console.print(f"[bold]running[/] {name}"),
+                            on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
+                                                               highlight=False))
+        table = Table(title=f"idle-adjusted energy, draw {draw} ({out}/energy)")
+        for col in ("protocol", "workspace", "n", "mJ/task mean", "SD", "rel SD %", "95 % CI", "ratio vs :4096:8",
+                    "CUDA ms/task"):
+            table.add_column(col, justify="left" if col in ("protocol", "workspace") else "right")
+        rows = []
+        if result["original"]:
+            rows.append(("original", result["original"]["workspace"], result["original"]["summaries"], None))
+        if result["interleaved"]:
+            inter = result["interleaved"]
+            for ws, summ in inter["summaries"].items():
+                rows.append(("interleaved", ws, summ, inter["ratios_vs_baseline"].get(ws)))
+        for proto, ws, summ, ratio in rows:
+            s, ms = summ["idle_adjusted_mj_per_task"], summ["cuda_ms_per_task"]
+            r = ratio["idle_adjusted_mj_per_task"] if ratio else None
+            rtext = "-" if r is None else (f"{r['ratio']:.4f} [{r['ci95_low']:.4f}, {r['ci95_high']:.4f}]"
+                                           if r["bounded"] else f"{r['ratio']:.4f} [unbounded]")
+            table.add_row(proto, ws, str(s["count"]), f"{s['mean']:.2f}", f"{s['sample_sd']:.2f}",
+                          "-" if s["relative_sd"] is None else f"{100 * s['relative_sd']:.1f}",
+                          f"[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]", rtext,
+                          "-" if ms["mean"] is None else f"{ms['mean']:.3f}")
+        Console().print(table)

@@ -1,9 +1,62 @@
-"""`rev88` commands for the profile step (placeholder until implemented)."""
+"""`rev88 profile`: Nsight Compute counters of the fixture (spec 6, 9.5).
+
+Example::
+
+    rev88 profile --out evidence/h200-run --repeats 3 --ncu /opt/nvidia/nsight-compute/2025.3.1/ncu
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from bundle.commands import one_line_errors
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on *app*."""
+    """Register ``rev88 profile`` on *app*."""
+
+    @app.command("profile")
+    @one_line_errors
+    def profile(
+        out: Annotated[Path, typer.Option("--out", help="run folder; the phase writes RUN_DIR/profile/")],
+        repeats: Annotated[int, typer.Option("--repeats", help="repeats of each of the 4 profiles (>= 3)")] = 3,
+        ncu: Annotated[str | None, typer.Option(
+            "--ncu", help="ncu executable (else $REV88_NCU, PATH, /opt/nvidia/nsight-compute/*/ncu, "
+                          "/usr/local/cuda/bin/ncu)")] = None,
+        raw_dir: Annotated[Path | None, typer.Option(
+            "--raw-dir", help="keep ncu's uncompressed outputs here (default: a scratch folder, removed)")] = None,
+        force: Annotated[bool, typer.Option("--force", help="replace a completed profile phase")] = False,
+    ) -> None:
+        """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""
+        from rich.console import Console  # noqa: PLC0415
+        from rich.progress import Progress  # noqa: PLC0415
+        from rich.table import Table  # noqa: PLC0415
+
+        from bundle.jobs import SubprocessEngine  # noqa: PLC0415
+        from bundle.phases.profile import plan_runs, run_profile  # noqa: PLC0415
+
+        total = len(plan_runs(repeats))  # validates --repeats before anything starts
+        console = Console(stderr=True)
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task("ncu", total=total)
+
+            def on_run(run, index: int, count: int) -> None:
+                progress.update(bar, completed=index, description=f"ncu {run.name}")
+
+            summary = run_profile(out, engine=SubprocessEngine(), repeats=repeats, ncu=ncu, raw_dir=raw_dir,
+                                  force=force, on_run=on_run)
+            progress.update(bar, completed=total)
+        table = Table(title=f"profile (ncu {summary['ncu_version']}, mean ± sample SD over {repeats} repeats)")
+        for column in ("profile", "DRAM read B/seq", "DRAM write B/seq", "L2 read B/seq", "L2 write B/seq", "hit %"):
+            table.add_column(column, justify="left" if column == "profile" else "right")
+        fields = ("dram_read_bytes_per_sequence", "dram_write_bytes_per_sequence",
+                  "l2_read_request_bytes_per_sequence", "l2_write_request_bytes_per_sequence",
+                  "l2_sector_hit_rate_percent")
+        for key, entry in summary["profiles"].items():
+            table.add_row(key, *(f"{entry['mean'][f]:,.2f} ± {entry['sample_sd'][f]:,.2f}" for f in fields))
+        Console().print(table)
+        if not summary["ncu_version_is_pinned"]:
+            console.print(f"note: {summary['ncu_version_note']}")

@@ -1,9 +1,57 @@
-"""`rev88` commands for the validate step (placeholder until implemented)."""
+"""`rev88 validate`: runtime validation (replay checks, API vs CLI, the fixture's refusals)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from bundle.commands import one_line_errors
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on *app*."""
+    """Register ``rev88 validate`` on *app*."""
+
+    @app.command("validate")
+    @one_line_errors
+    def validate(
+        out: Annotated[Path, typer.Option("--out", help="run archive folder")],
+        engine: Annotated[str, typer.Option("--engine", help="native | docker")] = "native",
+        device: Annotated[str, typer.Option("--device", help="cuda (protocol) | cpu (diagnostic)")] = "cuda",
+        force: Annotated[bool, typer.Option("--force", help="replace a completed validate phase")] = False,
+    ) -> None:
+        """Check CUDA replay numerics, API = CLI outputs, and that bad inputs / late CUDA init are refused."""
+        from rich.console import Console  # noqa: PLC0415
+        from rich.table import Table  # noqa: PLC0415
+
+        from bundle.commands.compare import make_engine  # noqa: PLC0415
+        from bundle.errors import BundleError  # noqa: PLC0415
+        from bundle.phases.validate import run_validate  # noqa: PLC0415
+
+        console = Console(stderr=True)
+        record = run_validate(out, engine=make_engine(engine), force=force, device=device,
+                              on_job=lambda name: console.print(f"[bold]running[/] {name}"),
+                              on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
+                                                                 highlight=False))
+        numerical = record["numerical_validation"] or {}
+        smoke = record["api_cli_smoke"]
+        table = Table(title=f"runtime validation ({out}/validate, {record['workspace']}, {record['gpu']})")
+        table.add_column("check")
+        table.add_column("result", justify="right")
+        rows = [
+            ("CUDA replay checks", f"{numerical.get('checks', '-')}, max abs err {numerical.get('maximum_abs_error', '-')}"),
+            ("CUDA replay passed", str(numerical.get("passed", "n/a (cpu)"))),
+            ("CPU reconstruction self-test", str(record["cpu_reconstruction_selftest"]["passed"])),
+            ("API = CLI outputs", str(smoke["predictions_equal"] and smoke["scores_equal"]
+                                      and smoke["final_parameters_equal"] and smoke["final_velocity_equal"])),
+            ("repeated replay byte-equal", str(smoke["repeated_api_replay_byte_equal"])),
+            ("npz with test_labels refused", str(smoke["query_label_archive_rejected"])),
+            ("late CUDA init refused", str(smoke["late_cuda_initialization_rejected"])),
+        ]
+        for name, value in rows:
+            table.add_row(name, value)
+        Console().print(table)
+        if not record["passed"]:
+            raise BundleError(f"runtime validation failed ({out}/validate/validation.json.gz): read the record")
+        typer.echo("runtime validation passed")

@@ -1,9 +1,55 @@
-"""`rev88` commands for the verify step (placeholder until implemented)."""
+"""`rev88 verify` and `rev88 report`: the offline verifier and the report (no torch, no GPU)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from bundle.commands import one_line_errors
+
+DEFAULT_EVIDENCE = Path("evidence")
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on *app*."""
+    """Register ``verify`` and ``report`` on *app*."""
+
+    @app.command("verify")
+    @one_line_errors
+    def verify_cmd(
+        archives: Annotated[list[Path] | None, typer.Argument(
+            help="archive folders; default: every archive under evidence/ (with manifest.json) "
+                 "plus evidence/rev88-original")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="print the verdicts as JSON")] = False,
+        show_all: Annotated[bool, typer.Option("--all", help="one row per verdict (no folding)")] = False,
+        timings: Annotated[bool, typer.Option("--timings", help="print wall time and hashing share")] = False,
+    ) -> None:
+        """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields."""
+        from rich.console import Console
+
+        from verify.registry import discover_archives, verify_archive
+        from verify.render import render_json, render_table
+
+        paths = list(archives) if archives else discover_archives(DEFAULT_EVIDENCE)
+        reports = [verify_archive(p) for p in paths]
+        if as_json:
+            typer.echo(render_json(reports))
+        else:
+            render_table(reports, Console(), show_all=show_all, timings=timings)
+        if not all(r.ok for r in reports):
+            raise typer.Exit(code=1)
+
+    @app.command("report")
+    @one_line_errors
+    def report_cmd(
+        archive: Annotated[Path, typer.Argument(help="a verified run archive (evidence/<run-id>)")],
+        out: Annotated[Path, typer.Option("--out", help="folder for REPORT.md and the PNG figures")] = Path("report"),
+        original: Annotated[Path, typer.Option(help="the original archive for side-by-side figures")] =
+            DEFAULT_EVIDENCE / "rev88-original",
+    ) -> None:
+        """Write REPORT.md and PNG figures from verified figures only (refuses a failing archive)."""
+        from verify.report import build_report
+
+        path = build_report(archive, out, original=original)
+        typer.echo(f"wrote {path}")

@@ -1,0 +1,535 @@
+"""The fresh-process measuring entry (spec 4.1): ``python -m bundle.fixture`` / ``rev88 fixture``.
+
+One process prepares one task from an input npz (exactly ``train_images``, ``train_labels``,
+``test_images``) and a config, runs one invocation, records the allocator's memory block,
+the named-storage inventory and the eight state hashes, then does the mode's work
+(``measure``: optional energy protocol; ``profile``: an ``ncu`` range between
+``cudaProfilerStart``/``Stop``) and checks that the final hashes equal the same-process
+reference. It writes ``<output>`` (a record, ``.json.gz`` or ``.json``) and
+``<stem>.predictions.npy`` next to it.
+
+``CUBLAS_WORKSPACE_CONFIG`` must be in the environment before torch is imported: this
+module imports torch only inside :func:`run_fixture`, after the check, and refuses to be
+imported at all once CUDA is initialised (cuBLAS reads the setting when it creates its
+first workspace, so a later change would be silently ignored; spec 4.2-4.3).
+
+Example::
+
+    CUBLAS_WORKSPACE_CONFIG=:16:8 python -m bundle.fixture --input in.npz --config config.json \\
+        --output out/workspace-16-8.json.gz --mode measure
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from bundle.errors import BundleError
+
+WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
+INPUT_KEYS = ("train_images", "train_labels", "test_images")
+SCHEMA_VERSION = 1
+MODES = ("measure", "profile")
+SCOPES = ("task", "training")
+ENERGY_MODES = ("none", "original", "trial")
+PROFILE_WARMUP_TASKS = 2
+_WORKSPACE_RE = re.compile(r"^(:\d+:\d+)+$")
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+MEMORY_SCOPE = (
+    "Fresh task preparation including CUDA graph capture plus one complete reset/train/predict "
+    "invocation; tensor allocator only, excluding driver/context. Recorded before output "
+    "diagnostics and profiling warmup."
+)
+INVENTORY_SCOPE = (
+    "Actual CUDA storages reachable through named task tensors, model parameters/gradients, initial "
+    "copies and momentum. Counts aliases once. Unnamed graph-pool and library allocations are not "
+    "assigned to named buffers."
+)
+
+
+def _cuda_already_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def guard_entry() -> str | None:
+    """Refuse a process whose CUDA is already initialised; return the workspace setting.
+
+    Called when this module is imported and again by :func:`run_fixture`.
+
+    Returns:
+        The value of ``CUBLAS_WORKSPACE_CONFIG`` (``None`` if unset).
+
+    Raises:
+        BundleError: torch is imported and CUDA initialised (message contains
+            "before CUDA initialization").
+    """
+    if _cuda_already_initialized():
+        raise BundleError(
+            "CUDA was initialised before the bundle's GPU entry was imported (bundle.fixture): "
+            f"{WORKSPACE_ENV} only takes effect when set before CUDA initialization; "
+            "start a fresh process with it in the environment"
+        )
+    return os.environ.get(WORKSPACE_ENV)
+
+
+WORKSPACE_AT_IMPORT = guard_entry()
+
+
+def require_workspace_config() -> str:
+    """The workspace setting of this process, checked for presence, form and stability.
+
+    Returns:
+        e.g. ``":16:8"``.
+
+    Raises:
+        BundleError: unset, malformed, or changed since this module was imported.
+    """
+    value = os.environ.get(WORKSPACE_ENV)
+    if value is None:
+        raise BundleError(
+            f"{WORKSPACE_ENV} is not set in the fixture's environment: set it (e.g. :16:8) in the "
+            "job environment before CUDA initialization"
+        )
+    if not _WORKSPACE_RE.match(value):
+        raise BundleError(
+            f"{WORKSPACE_ENV}={value!r} is malformed: use ':SIZE_KIB:COUNT' pairs such as :16:8 or :4096:8"
+        )
+    if WORKSPACE_AT_IMPORT is not None and value != WORKSPACE_AT_IMPORT:
+        raise BundleError(
+            f"{WORKSPACE_ENV} changed from {WORKSPACE_AT_IMPORT!r} to {value!r} inside the fixture: "
+            "it must be set once, before CUDA initialization"
+        )
+    return value
+
+
+def check_workspace_unchanged(expected: str) -> None:
+    """Re-check the setting before prepare/run (as the original runtime wrapper did).
+
+    Raises:
+        BundleError: the environment value differs from *expected*.
+    """
+    value = os.environ.get(WORKSPACE_ENV)
+    if value != expected:
+        raise BundleError(
+            f"{WORKSPACE_ENV} changed from {expected!r} to {value!r} during the fixture: "
+            "it must be set once, before CUDA initialization"
+        )
+
+
+def load_inputs(path: Path) -> dict[str, Any]:
+    """Load the input npz without pickle; require exactly the three learner arrays.
+
+    Args:
+        path: ``.npz`` holding ``train_images`` float32 (N,1,9,9), ``train_labels`` int64 (N,),
+            ``test_images`` float32 (M,1,9,9).
+
+    Returns:
+        The arrays in :data:`INPUT_KEYS` order.
+
+    Raises:
+        BundleError: missing/unreadable file, or any other key set (message contains
+            "exactly the three"; e.g. an added ``test_labels``).
+    """
+    import numpy as np  # noqa: PLC0415
+
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            keys = list(npz.files)
+            if sorted(keys) != sorted(INPUT_KEYS):
+                extra = sorted(set(keys) - set(INPUT_KEYS))
+                missing = sorted(set(INPUT_KEYS) - set(keys))
+                raise BundleError(
+                    f"input archive {path} must hold exactly the three arrays {', '.join(INPUT_KEYS)} "
+                    f"(extra: {extra or 'none'}, missing: {missing or 'none'}); no query labels may be "
+                    "passed: rebuild it from the draw's learner inputs"
+                )
+            return {key: npz[key] for key in INPUT_KEYS}
+    except FileNotFoundError:
+        raise BundleError(f"input archive not found ({path}): pass --input with the draw's npz") from None
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"input archive {path} is unreadable ({exc}): rewrite it with numpy.savez") from None
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Read the config JSON; the fixture requires ``epochs == 2`` (spec 4.1).
+
+    Raises:
+        BundleError: missing, not a JSON object, or epochs other than 2.
+    """
+    try:
+        config = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BundleError(f"config not found ({path}): pass --config with the frozen config.json") from None
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"config {path} is not valid JSON ({exc}): fix the file") from None
+    if not isinstance(config, dict):
+        raise BundleError(f"config {path} must be a JSON object: use the frozen config.json")
+    if config.get("epochs") != 2:
+        raise BundleError(
+            f"config {path} has epochs={config.get('epochs')!r}; the fixture requires epochs 2: "
+            "use the frozen config"
+        )
+    return config
+
+
+def predictions_path_for(output: Path) -> Path:
+    """``<stem>.predictions.npy`` next to *output* (``r.json.gz`` → ``r.predictions.npy``)."""
+    name = output.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(f"{name}.predictions.npy")
+
+
+def source_sha256() -> dict[str, str | None]:
+    """File sha of the fixture, learner and energy sources (``None`` for a missing file)."""
+    from bundle.archive import file_sha256  # noqa: PLC0415
+
+    out: dict[str, str | None] = {}
+    for name in ("fixture.py", "learner.py", "energy.py", "energy_glue.py"):
+        path = _PACKAGE_DIR / name
+        out[name] = file_sha256(path) if path.is_file() else None
+    return out
+
+
+def execution_engine() -> tuple[str, str | None]:
+    """Engine kind and image of this process (``REV88_ENGINE``/``REV88_IMAGE_REFERENCE`` set by phases)."""
+    engine = os.environ.get("REV88_ENGINE") or ("docker" if Path("/.dockerenv").exists() else "native")
+    return engine, os.environ.get("REV88_IMAGE_REFERENCE") or None
+
+
+def cache_reference(hardware: dict[str, Any]) -> dict[str, Any]:
+    """The device's own L2 size as the nominal cache reference (replaces the A100's fixed 40 MiB)."""
+    l2 = hardware.get("l2_cache_bytes")
+    return {
+        "bytes": l2,
+        "unit": None if l2 is None else f"{l2 / 2**20:g} MiB",
+        "meaning": (
+            f"L2 capacity of {hardware.get('name')} as the device reports it at run time "
+            "(torch device properties L2_cache_size); a nominal reference, not measured cache "
+            "residency or a per-kernel working set"
+        ),
+    }
+
+
+def run_fixture(
+    input_path: Path,
+    config_path: Path,
+    output_path: Path,
+    *,
+    mode: str = "measure",
+    scope: str = "task",
+    repeats: int = 16,
+    energy: str = "none",
+    energy_config_path: Path | None = None,
+    device: str = "cuda",
+) -> dict[str, Any]:
+    """Run the fixture protocol once in this (fresh) process and write its record.
+
+    Args:
+        input_path: the input npz (exactly the three arrays).
+        config_path: config JSON (epochs 2).
+        output_path: record path (``.json.gz`` reproducibly gzipped, or ``.json``).
+        mode: ``measure`` or ``profile`` (spec 6.2 range protocol).
+        scope: ``task`` (``repeats`` run()s in the range) or ``training`` (one train_sequence()).
+        repeats: run()s inside a task-scope profile range (>= 1).
+        energy: ``none``, ``original`` or ``trial`` (``bundle.energy_glue.measure_in_fixture``);
+            only with mode measure and scope task.
+        energy_config_path: JSON object handed to the energy glue.
+        device: ``cuda`` (the protocol) or ``cpu`` (diagnostic: no memory block, no inventory).
+
+    Returns:
+        The record written (keys documented in docs/evidence-format.md).
+
+    Raises:
+        BundleError: bad arguments or inputs, a workspace-setting violation, a non-fresh
+            process, or final hashes that differ from the same-process reference.
+    """
+    workspace = require_workspace_config()
+    guard_entry()
+    if mode not in MODES:
+        raise BundleError(f"unknown --mode {mode!r}: choose one of {', '.join(MODES)}")
+    if scope not in SCOPES:
+        raise BundleError(f"unknown --scope {scope!r}: choose one of {', '.join(SCOPES)}")
+    if energy not in ENERGY_MODES:
+        raise BundleError(f"unknown --energy {energy!r}: choose one of {', '.join(ENERGY_MODES)}")
+    if repeats < 1:
+        raise BundleError(f"--repeats must be at least 1 (got {repeats})")
+    if energy != "none" and (mode != "measure" or scope != "task"):
+        raise BundleError("--energy is only allowed with --mode measure and --scope task")
+    if device not in ("cuda", "cpu"):
+        raise BundleError(f"unknown --device {device!r}: use cuda (or cpu for a diagnostic run)")
+    if device == "cpu" and mode == "profile":
+        raise BundleError("--mode profile needs --device cuda")
+    energy_config: dict[str, Any] = {}
+    if energy != "none":
+        if energy_config_path is None:
+            raise BundleError("--energy needs --energy-config E.json (the energy protocol's settings)")
+        try:
+            energy_config = json.loads(Path(energy_config_path).read_text())
+        except (OSError, ValueError) as exc:
+            raise BundleError(f"energy config {energy_config_path} is unreadable ({exc}): fix the file") from None
+    arrays = load_inputs(Path(input_path))
+    config = load_config(Path(config_path))
+    # Everything below needs torch; the workspace setting is in place and CUDA is untouched.
+    return _execute(
+        arrays, config, Path(input_path), Path(config_path), Path(output_path), workspace=workspace,
+        mode=mode, scope=scope, repeats=repeats, energy=energy, energy_config=energy_config, device=device,
+    )
+
+
+def buffer_inventory(task: Any, allocated_bytes: int) -> dict[str, Any]:
+    """Named-storage inventory of a prepared task (spec 4.1).
+
+    CUDA tensors from ``task.named_tensors()`` (inventory order) are deduplicated by
+    (device, storage data pointer, storage bytes); each unique storage gets a sequential id.
+
+    Args:
+        task: a ``bundle.learner.PreparedTask``.
+        allocated_bytes: ``torch.cuda.memory_allocated()`` at this moment.
+
+    Returns:
+        ``named_tensors``, ``unique_storages``, ``unique_named_storage_bytes``,
+        ``allocator_allocated_bytes``, ``allocated_bytes_without_named_storage_reference``,
+        ``scope``, ``is_per_kernel_working_set`` (false), ``cache_residency_established`` (false).
+
+    Raises:
+        BundleError: named storages exceed the allocator's count (an accounting error).
+    """
+    named: list[dict[str, Any]] = []
+    storages: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for name, tensor in task.named_tensors():
+        if not tensor.is_cuda:
+            continue
+        storage = tensor.untyped_storage()
+        key = (str(tensor.device), int(storage.data_ptr()), int(storage.nbytes()))
+        if key not in storages:
+            storages[key] = {"storage_id": len(storages), "device": key[0], "address": key[1],
+                             "bytes": key[2], "aliases": []}
+        entry = storages[key]
+        entry["aliases"].append(name)
+        named.append({
+            "name": name, "storage_id": entry["storage_id"], "shape": list(tensor.shape),
+            "stride": list(tensor.stride()), "dtype": str(tensor.dtype),
+            "storage_offset": int(tensor.storage_offset()),
+            "logical_bytes": int(tensor.numel() * tensor.element_size()),
+        })
+    total = sum(s["bytes"] for s in storages.values())
+    if total > allocated_bytes:
+        raise BundleError(f"named storages ({total} B) exceed allocated bytes ({allocated_bytes} B): "
+                          "the inventory is inconsistent; report this as a bug")
+    return {
+        "named_tensors": named,
+        "unique_storages": list(storages.values()),
+        "unique_named_storage_bytes": total,
+        "allocator_allocated_bytes": allocated_bytes,
+        "allocated_bytes_without_named_storage_reference": allocated_bytes - total,
+        "scope": INVENTORY_SCOPE,
+        "is_per_kernel_working_set": False,
+        "cache_residency_established": False,
+    }
+
+
+def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: str) -> dict[str, Any]:
+    """Spec 6.2: warm-ups, then the measured range between cudaProfilerStart and Stop."""
+    for _ in range(PROFILE_WARMUP_TASKS):
+        task.run()
+    torch.cuda.synchronize()
+    if scope == "training":
+        task.reset()
+        torch.cuda.synchronize()
+    check_workspace_unchanged(workspace)
+    cudart = torch.cuda.cudart()
+    status = cudart.cudaProfilerStart()
+    if int(getattr(status, "value", status)) != 0:
+        raise BundleError(f"cudaProfilerStart returned status {status}: check the CUDA runtime and ncu")
+    try:
+        if scope == "task":
+            for _ in range(repeats):
+                task.run()
+        else:
+            task.train_sequence()
+        torch.cuda.synchronize()
+    finally:
+        cudart.cudaProfilerStop()
+    if scope == "training":
+        task.predict()
+        torch.cuda.synchronize()
+    task_scope = scope == "task"
+    return {
+        "scope": scope,
+        "warmup_complete_tasks": PROFILE_WARMUP_TASKS,
+        "requested_repeats": repeats,
+        "fresh_tasks_in_range": repeats if task_scope else 0,
+        "fresh_training_sequences_in_range": repeats if task_scope else 1,
+        "epochs_per_sequence": 2,
+        "training_scope_ignores_repeats": not task_scope,
+        "reset_inside_range": task_scope,
+        "prediction_inside_range": task_scope,
+        "epoch_order_copies_inside_range": True,
+        "output_serialization_inside_range": False,
+        "cpu_validation_inside_range": False,
+        "synchronized_before_stop": True,
+    }
+
+
+def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, config_path: Path,
+             output_path: Path, *, workspace: str, mode: str, scope: str, repeats: int, energy: str,
+             energy_config: dict[str, Any], device: str) -> dict[str, Any]:
+    import time  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+
+    from bundle import archive, hostinfo, learner  # noqa: PLC0415
+
+    cuda = device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise BundleError(f"CUDA is not available to torch {torch.__version__}: the fixture needs a GPU")
+    train_images, train_labels, test_images = learner.validate_inputs(arrays)
+    memory: dict[str, Any] | None = None
+    inventory: dict[str, Any] | None = None
+    if cuda:
+        torch.cuda.init()
+        torch.cuda.synchronize()
+        entry_allocated = torch.cuda.memory_allocated()
+        entry_reserved = torch.cuda.memory_reserved()
+        if entry_allocated or entry_reserved:
+            raise BundleError(f"not a fresh process: {entry_allocated} B allocated / {entry_reserved} B "
+                              "reserved before prepare; run the fixture in its own process")
+        torch.cuda.reset_peak_memory_stats()
+    check_workspace_unchanged(workspace)
+    task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
+    if cuda:
+        torch.cuda.synchronize()
+        after_prepare = torch.cuda.memory_allocated()
+    check_workspace_unchanged(workspace)
+    wall_start = time.perf_counter()
+    if cuda:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        task.run()
+        end.record()
+        torch.cuda.synchronize()
+        cuda_ms: float | None = float(start.elapsed_time(end))
+    else:
+        task.run()
+        cuda_ms = None
+    wall_ms = (time.perf_counter() - wall_start) * 1000.0
+    if cuda:
+        peak = torch.cuda.max_memory_allocated()
+        memory = {
+            "allocated_before_prepare_bytes": entry_allocated,
+            "reserved_before_prepare_bytes": entry_reserved,
+            "allocated_after_prepare_bytes": after_prepare,
+            "prepare_and_invoke_peak_allocated_bytes": peak,
+            "allocated_after_invoke_bytes": torch.cuda.memory_allocated(),
+            "reserved_after_invoke_bytes": torch.cuda.memory_reserved(),
+            "prepare_and_invoke_peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+            "scope": MEMORY_SCOPE,
+            "added_peak_over_entry_allocated_bytes": peak - entry_allocated,
+        }
+        inventory = buffer_inventory(task, torch.cuda.memory_allocated())
+    reference = task.state_hashes()
+    hardware = hostinfo.hardware_record(torch.cuda.current_device() if cuda else 0)
+    software = hostinfo.software_record()
+    profile = _profile_range(task, torch, scope, repeats, workspace) if mode == "profile" else None
+    energy_record = None
+    if energy != "none":
+        check_workspace_unchanged(workspace)
+        from bundle import energy_glue  # noqa: PLC0415
+
+        energy_record = energy_glue.measure_in_fixture(task, energy, energy_config)
+    predictions, metadata = task.outputs()
+    final = task.state_hashes()
+    changed = [key for key in learner.STATE_HASH_KEYS if final.get(key) != reference.get(key)]
+    changed += [key for key in learner.STATE_HASH_KEYS if key not in changed and metadata.get(key) != final.get(key)]
+    if changed:
+        raise BundleError(f"Fresh invocation changed {', '.join(changed)} relative to the same-process reference "
+                          f"({output_path}): the task is not replay-deterministic; keep the record out of evidence")
+    pred_path = archive.write_npy(predictions_path_for(output_path), predictions)
+    engine, image = execution_engine()
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "completed_at_utc": archive.utc_now(),
+        "mode": mode,
+        "requested_scope": scope,
+        "device": device,
+        "config": config,
+        "input_archive_sha256": archive.file_sha256(input_path),
+        "config_file_sha256": archive.file_sha256(config_path),
+        "source_sha256": source_sha256(),
+        "cublas_workspace_config": workspace,
+        "environment_was_set_externally": WORKSPACE_AT_IMPORT == workspace,
+        "software": software,
+        "gpu": hardware["name"],
+        "cuda_device_index": hardware["device_index"] if cuda else None,
+        "hardware": hardware,
+        "execution": hostinfo.execution_record(engine, image, hardware, software),
+        "memory": memory,
+        "buffer_inventory": inventory,
+        "cache_reference": cache_reference(hardware),
+        "timing": {"first_invocation_cuda_ms": cuda_ms, "first_invocation_wall_ms": wall_ms,
+                   "scope": "first run() after prepare (reset + two epochs + predict), CUDA events "
+                            "around it, synchronised; includes first-use effects"},
+        "profile": profile,
+        "energy": energy_record,
+        "metadata": metadata,
+        "same_process_reference_hashes_matched": list(learner.STATE_HASH_KEYS),
+        "frozen_qualification_comparison": "Must be performed independently by the orchestrator",
+        "predictions_file": pred_path.name,
+        "predictions_file_sha256": archive.file_sha256(pred_path),
+        "test_labels_read": False,
+    }
+    if output_path.name.endswith(".gz"):
+        archive.write_json_gz(output_path, record)
+    else:
+        archive.write_json(output_path, record)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bundle.fixture``: parse arguments, run, print one line; errors -> one line, exit 2."""
+    import argparse  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="python -m bundle.fixture", description=__doc__.split("\n")[0])
+    parser.add_argument("--input", required=True, type=Path, help="input npz (exactly the three arrays)")
+    parser.add_argument("--config", required=True, type=Path, help="config JSON (epochs 2)")
+    parser.add_argument("--output", required=True, type=Path, help="record path (.json.gz or .json)")
+    parser.add_argument("--mode", required=True, choices=MODES)
+    parser.add_argument("--scope", default="task", choices=SCOPES)
+    parser.add_argument("--repeats", default=16, type=int)
+    parser.add_argument("--energy", default="none", choices=ENERGY_MODES)
+    parser.add_argument("--energy-config", default=None, type=Path)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    args = parser.parse_args(argv)
+    try:
+        record = run_fixture(
+            args.input, args.config, args.output, mode=args.mode, scope=args.scope, repeats=args.repeats,
+            energy=args.energy, energy_config_path=args.energy_config, device=args.device,
+        )
+    except BundleError as exc:
+        print(f"rev88 fixture: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    memory = record.get("memory") or {}
+    print(
+        f"fixture {record['mode']}/{record['requested_scope']} {record['cublas_workspace_config']}: "
+        f"peak allocated {memory.get('prepare_and_invoke_peak_allocated_bytes')} B, "
+        f"predictions {record['metadata']['predictions_sha256']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

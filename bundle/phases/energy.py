@@ -1,0 +1,210 @@
+"""The energy phase: the original 3-trial protocol and the interleaved workspace protocol.
+
+``original`` (spec 5): one fresh fixture process at ``:4096:8`` runs warm-up, calibration and
+three idle/active/idle trials; its record (all raw stamps) becomes ``energy/original.json.gz``.
+
+``interleaved``: the three workspace configs on the same GPU, one fresh fixture process per
+trial (``--energy trial``), K rounds in rotating order (round r starts at config r mod 3), so
+slow drifts (temperature, idle power) spread over all configs. Each trial: settle, idle
+window, active window (>= ``active_seconds``, an integer number of invocations), settle, idle
+window; paired idle = mean of both idle windows, both measured after a settle because an idle
+window right after activity reads high (observed alternating bias on the H200). Stamps are
+aligned to counter updates. Per config: mean, SD, relative SD, 95 % t interval; ratio to
+``:4096:8`` with a Fieller interval. Figures are recomputed from raw stamps through
+:mod:`bundle.energy`; this module measures nothing itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundle import archive
+from bundle import energy as en
+from bundle.archive import RunArchive
+from bundle.errors import BundleError
+from bundle.jobs import Engine
+from bundle.phases.fixture_runner import fixture_job, run_fixture_job, workspace_stem, write_fixture_inputs
+
+PHASE = "energy"
+WORKSPACES = (":4096:8", ":16:8", ":0:0")
+BASELINE = ":4096:8"
+ORIGINAL_WORKSPACE = ":4096:8"  # the library default under which the original ran
+PROTOCOL_FILES = {"original": "original.json.gz", "interleaved": "interleaved.json.gz"}
+RECORD_ENV = "REV88_NVML_RECORD"  # as bundle.nvml.RECORD_ENV (not imported: keeps pynvml out)
+IDLE_MODEL = ("paired idle power = mean of an idle window before and one after the active window, each "
+              "measured after a settle, because an idle window right after activity reads high")
+
+
+def interleaved_order(rounds: int) -> list[tuple[int, str]]:
+    """(round, workspace) pairs: round r runs the configs starting at index r mod 3."""
+    n = len(WORKSPACES)
+    return [(r, WORKSPACES[(r + i) % n]) for r in range(rounds) for i in range(n)]
+
+
+def trial_stem(round_index: int, workspace: str) -> str:
+    """File stem of one interleaved trial: ``trial-r00-workspace-16-8``."""
+    return f"trial-r{round_index:02d}-{workspace_stem(workspace)}"
+
+
+def _check_recorded_trials(energy: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """Recompute each trial from raw stamps; refuse a record whose figures disagree (rel 1e-9)."""
+    out = []
+    for raw in energy["trials"]:
+        figures = en.recompute_trial(raw)
+        for key in en.PER_TASK_KEYS + ("paired_idle_w",):
+            got, want = figures[key], raw[key]
+            if got is not None and not np.isclose(got, want, rtol=1e-9, atol=0):
+                raise BundleError(f"{where} trial {raw['trial']} records {key}={want} but its stamps give {got}: "
+                                  "the record is inconsistent; rerun the phase")
+        out.append(figures)
+    return out
+
+
+def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, workspace: str, mode: str,
+             settings: Mapping[str, Any], record_nvml: bool, device: str,
+             on_line: Callable[[str], None] | None, on_job: Callable[[str], None] | None) -> dict[str, Any]:
+    output = stage.path.resolve() / f"{stem}.json.gz"
+    if stage.has(f"{stem}.json.gz"):
+        record = archive.read_json_gz(output)
+        if record.get("input_archive_sha256") != archive.file_sha256(npz):
+            raise BundleError(f"staged {output} was made from other inputs: delete {stage.path} and rerun")
+        return record
+    energy_cfg = archive.write_json(stage.path.resolve() / f"{stem}.energy-config.json", dict(settings))
+    if on_job is not None:
+        on_job(f"{PHASE}/{stem}")
+    spec = fixture_job(f"{PHASE}/{stem}", engine=engine, npz=npz, config=cfg, output=output, workspace=workspace,
+                       device=device, repeats=1, extra_args=("--energy", mode, "--energy-config", str(energy_cfg)))
+    log = stage.path.resolve() / f"{stem}.nvml.jsonl"
+    if record_nvml:
+        spec = dataclasses.replace(spec, env={**spec.env, RECORD_ENV: str(log)})
+    record = run_fixture_job(engine, spec, output, on_line)
+    if record.get("cublas_workspace_config") != workspace:
+        raise BundleError(f"{output} ran with {record.get('cublas_workspace_config')}, expected {workspace}: "
+                          "the engine did not pass the job environment; check the engine")
+    if not record.get("energy"):
+        raise BundleError(f"{output} has no energy record: the fixture ignored --energy; check bundle.fixture")
+    if record_nvml and log.is_file():
+        archive.write_bytes_gz(stage.path / f"{stem}.nvml.jsonl.gz", log.read_bytes())
+        log.unlink()
+    return record
+
+
+def _interleaved_summary(records: list[tuple[int, str, str, dict[str, Any]]], settings: Mapping[str, Any],
+                         stage_dir: Path, draw_index: int | None) -> dict[str, Any]:
+    uuids = {rec["energy"]["hardware"]["uuid"] for *_, rec in records}
+    if len(uuids) != 1:
+        raise BundleError(f"interleaved trials ran on different GPUs {sorted(uuids)}: pin one GPU "
+                          "(CUDA_VISIBLE_DEVICES) and rerun the energy phase with --force")
+    trials, values = [], {ws: {k: [] for k in en.PER_TASK_KEYS} for ws in WORKSPACES}
+    for position, (round_index, workspace, stem, rec) in enumerate(records):
+        figures = _check_recorded_trials(rec["energy"], f"{stem}.json.gz")[0]
+        for key in en.PER_TASK_KEYS:
+            values[workspace][key].append(figures[key])
+        trials.append({"position": position, "round": round_index, "workspace": workspace,
+                       "record": f"{stem}.json.gz", "record_sha256": archive.file_sha256(stage_dir / f"{stem}.json.gz"),
+                       "invocations": rec["energy"]["repeats_per_trial"],
+                       "calibration_ms": rec["energy"]["calibration_ms"],
+                       **{k: figures[k] for k in ("paired_idle_w", *en.PER_TASK_KEYS)}})
+    summaries = {ws: {k: en.summarise(v) for k, v in values[ws].items()} for ws in WORKSPACES}
+    ratios = {ws: {k: en.ratio_of_means(values[ws][k], values[BASELINE][k])
+                   for k in ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task")}
+              for ws in WORKSPACES if ws != BASELINE}
+    hw = records[0][3]["energy"]["hardware"]
+    return {"schema_version": archive.SCHEMA_VERSION, "completed_at_utc": archive.utc_now(),
+            "protocol": "interleaved", "draw_index": draw_index, "settings": dict(settings),
+            "gpu": {"name": hw["gpu"], "uuid": hw["uuid"], "nvml_pci_bus_id": hw["nvml_pci_bus_id"]},
+            "baseline": BASELINE, "idle_model": IDLE_MODEL, "trials": trials, "summaries": summaries,
+            "ratios_vs_baseline": ratios,
+            "scope": ("Idle-adjusted energy per task of the frozen learner on one GPU, one fresh process per "
+                      "trial, workspace configs interleaved in rotating order; statistics over trials.")}
+
+
+def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", raw_dir: Path | None = None,
+               draw_index: int = 0, rounds: int = 5, active_seconds: float = 10.0, idle_seconds: float = 3.0,
+               settle_seconds: float = 2.0, sample_interval_s: float = 0.05, record_nvml: bool = False,
+               force: bool = False, device: str = "cuda", inputs: Mapping[str, np.ndarray] | None = None,
+               config: Mapping[str, Any] | None = None, on_line: Callable[[str], None] | None = None,
+               on_job: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the energy protocol(s) into ``run_dir/energy/``.
+
+    Args:
+        protocol: ``original``, ``interleaved`` or ``both``. Adding a protocol to a completed
+            energy phase that lacks it keeps the files already there.
+        rounds: K rounds of the three workspace configs (interleaved; >= 2).
+        active_seconds, idle_seconds, settle_seconds, sample_interval_s: interleaved trial
+            settings (see ``bundle.energy_glue.TRIAL_SETTINGS``).
+        record_nvml: store every NVML reading of each job as ``<stem>.nvml.jsonl.gz``.
+        inputs, config: instead of draw ``draw_index`` / the frozen config (tests).
+
+    Returns:
+        ``{"original": {...} | None, "interleaved": {...} | None}`` (the written summaries).
+
+    Raises:
+        BundleError: bad settings, a failed job, inconsistent records, trials on different GPUs,
+            or the protocol's file already complete without *force*.
+    """
+    wanted = {"original": ("original",), "interleaved": ("interleaved",), "both": ("original", "interleaved")}
+    if protocol not in wanted:
+        raise BundleError(f"unknown --protocol {protocol!r}: use original, interleaved or both")
+    if "interleaved" in wanted[protocol] and (rounds < 2 or active_seconds < 50 * en.COUNTER_UPDATE_INTERVAL_S
+                                              or idle_seconds <= en.COUNTER_UPDATE_INTERVAL_S or settle_seconds < 0):
+        raise BundleError(f"interleaved settings rounds={rounds}, active={active_seconds} s, idle={idle_seconds} s, "
+                          f"settle={settle_seconds} s: need rounds >= 2, active >= "
+                          f"{50 * en.COUNTER_UPDATE_INTERVAL_S:g} s (50 counter updates), idle > "
+                          f"{en.COUNTER_UPDATE_INTERVAL_S} s, settle >= 0")
+    from_draw = inputs is None
+    if inputs is None:
+        from bundle.data import load_draw  # noqa: PLC0415
+
+        inputs = load_draw(draw_index, raw_dir).learner_inputs()
+    if config is None:
+        from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415
+
+        config = FROZEN_CONFIG
+    run = RunArchive(run_dir)
+    done = run.phase_dir(PHASE)
+    keep_existing = done.is_dir() and not any((done / PROTOCOL_FILES[p]).is_file() for p in wanted[protocol])
+    result: dict[str, Any] = {"original": None, "interleaved": None}
+    execution = None
+    with run.phase(PHASE, force=force or keep_existing) as stage:
+        if keep_existing:
+            for path in done.iterdir():
+                if path.is_file() and not stage.has(path.name):
+                    shutil.copy2(path, stage.path / path.name)
+        npz, cfg = write_fixture_inputs(stage.path, inputs, config)
+        common = {"engine": engine, "npz": npz, "cfg": cfg, "record_nvml": record_nvml, "device": device,
+                  "on_line": on_line, "on_job": on_job}
+        if "original" in wanted[protocol]:
+            rec = _run_job(stage, stem="original", workspace=ORIGINAL_WORKSPACE, mode="original", settings={},
+                           **common)
+            figures = _check_recorded_trials(rec["energy"], "original.json.gz")
+            result["original"] = {"record": "original.json.gz", "workspace": ORIGINAL_WORKSPACE,
+                                  "summaries": {k: en.summarise([f[k] for f in figures]) for k in en.PER_TASK_KEYS}}
+            execution = rec.get("execution")
+        if "interleaved" in wanted[protocol]:
+            settings = {"rounds": rounds, "active_seconds": active_seconds, "idle_seconds": idle_seconds,
+                        "settle_seconds": settle_seconds, "sample_interval_s": sample_interval_s,
+                        "align_stamps": True, "counter_update_interval_s": en.COUNTER_UPDATE_INTERVAL_S}
+            records = []
+            for round_index, workspace in interleaved_order(rounds):
+                stem = trial_stem(round_index, workspace)
+                trial_settings = {"trial": round_index, "settle_seconds": settle_seconds, "idle_seconds": idle_seconds,
+                                  "active_seconds": active_seconds, "sample_interval_s": sample_interval_s,
+                                  "workspace_config": workspace}
+                rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings, **common)
+                records.append((round_index, workspace, stem, rec))
+            summary = _interleaved_summary(records, settings, stage.path, draw_index if from_draw else None)
+            archive.write_json_gz(stage / "interleaved.json.gz", summary)
+            result["interleaved"] = summary
+            execution = records[0][3].get("execution")
+        if result["original"] is not None:
+            archive.write_json_gz(stage / "original-summary.json.gz", result["original"])
+    if execution:
+        run.record_execution(PHASE, execution)
+    return result

@@ -1,0 +1,225 @@
+"""Fixture jobs: write a task's inputs, build the fixture's JobSpec, run it, read its record.
+
+Used by the compare, validate and qualify phases (and available to energy/profile): every
+fixture runs in a fresh process started by an :class:`~bundle.jobs.Engine`, with
+``CUBLAS_WORKSPACE_CONFIG`` set only in the job's environment (spec 4.3).
+
+:class:`FreshProcessRunner` is the per-draw runner that ``bundle.phases.qualify`` accepts
+(``runner(draw_index, inputs) -> (predictions, metadata, extra_record_fields)``).
+
+No torch here: the fixture process does the GPU work.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundle import archive
+from bundle.errors import BundleError
+from bundle.jobs import Engine, JobSpec
+
+INPUT_KEYS = ("train_images", "train_labels", "test_images")
+PREFERRED_WORKSPACE = ":16:8"
+FIXTURE_TIMEOUT_S = 1800.0
+# Zip entry time of the input npz: fixed, so equal arrays give an equal input_archive_sha256.
+_ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def workspace_stem(workspace: str) -> str:
+    """File stem of a workspace config: ``:16:8`` -> ``workspace-16-8``."""
+    return "workspace" + workspace.replace(":", "-")
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An uncompressed ``.npz`` (as ``numpy.savez``) with fixed entry times, so its bytes are reproducible.
+
+    Args:
+        arrays: name -> array, written in the mapping's order; no object arrays.
+
+    Raises:
+        BundleError: an object array (would need pickle).
+    """
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, value in arrays.items():
+            arr = np.asarray(value)
+            if arr.dtype.hasobject:
+                raise BundleError(f"array {name} has dtype object: inputs must be numeric")
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE_TIME)
+            with zf.open(info, "w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, arr, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def write_fixture_inputs(folder: Path, inputs: Mapping[str, np.ndarray], config: Mapping[str, Any],
+                         *, stem: str = "input") -> tuple[Path, Path]:
+    """Write ``<stem>.npz`` (exactly the three arrays, in spec 1.6 order) and ``config.json``.
+
+    Args:
+        folder: destination folder (created).
+        inputs: ``train_images`` float32 (N,1,9,9), ``train_labels`` int64 (N,), ``test_images``
+            float32 (M,1,9,9); any other key is refused.
+        config: learner config, written as canonical JSON (the frozen config gives the original's
+            ``config_file_sha256`` a4cf957d…).
+
+    Returns:
+        (npz path, config path), absolute.
+
+    Raises:
+        BundleError: a key other than the three.
+    """
+    if set(inputs) != set(INPUT_KEYS):
+        raise BundleError(f"fixture inputs must be exactly {', '.join(INPUT_KEYS)} (got {sorted(inputs)}): "
+                          "never pass evaluation labels to the learner")
+    folder = Path(folder).resolve()
+    npz = archive.atomic_write_bytes(folder / f"{stem}.npz", npz_bytes({k: inputs[k] for k in INPUT_KEYS}))
+    cfg = archive.write_json(folder / "config.json", dict(config))
+    return npz, cfg
+
+
+def engine_env(engine: Engine) -> dict[str, str]:
+    """Environment a fixture job gets to describe its engine (``REV88_ENGINE``, ``REV88_IMAGE_REFERENCE``)."""
+    env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
+    image = getattr(engine, "image_reference", None)
+    if image:
+        env["REV88_IMAGE_REFERENCE"] = str(image)
+    return env
+
+
+def fixture_job(name: str, *, engine: Engine, npz: Path, config: Path, output: Path, workspace: str,
+                mode: str = "measure", scope: str = "task", repeats: int = 16, device: str = "cuda",
+                extra_args: tuple[str, ...] = (), prefix: tuple[str, ...] = ("{python}",),
+                cap_sys_admin: bool = False, timeout_s: float = FIXTURE_TIMEOUT_S) -> JobSpec:
+    """The :class:`JobSpec` of one fixture process.
+
+    Args:
+        name: job name (``"compare/workspace-16-8"``).
+        engine: the engine that will run it (its kind/image go into the child's environment).
+        npz, config, output: absolute paths inside the job's workdir (``output.parent``).
+        workspace: ``CUBLAS_WORKSPACE_CONFIG`` for the child (set only here).
+        mode, scope, repeats, device: fixture options.
+        extra_args: more fixture options (``--energy``, ``--energy-config``).
+        prefix: what runs the interpreter; ``("ncu", ..., "{python}")`` for a profile.
+        cap_sys_admin: performance counters in a container.
+        timeout_s: wall-clock limit.
+    """
+    argv = (*prefix, "-m", "bundle.fixture", "--input", str(npz), "--config", str(config), "--output",
+            str(output), "--mode", mode, "--scope", scope, "--repeats", str(repeats), "--device", device,
+            *extra_args)
+    env = {"CUBLAS_WORKSPACE_CONFIG": workspace, **engine_env(engine)}
+    return JobSpec(name=name, argv=argv, env=env, workdir=Path(output).parent, timeout_s=timeout_s,
+                   gpu=device == "cuda", cap_sys_admin=cap_sys_admin)
+
+
+def run_fixture_job(engine: Engine, spec: JobSpec, output: Path,
+                    on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run *spec* and return the record it wrote at *output*.
+
+    Raises:
+        BundleError: non-zero exit (with the job's last error line) or no record written.
+    """
+    result = engine.run(spec, on_line=on_line)
+    if not result.ok:
+        raise BundleError(f"fixture job {spec.name} failed (exit {result.exit_code}): {result.last_error_line()}; "
+                          "fix the cause and rerun the phase (finished jobs are kept)")
+    if not Path(output).is_file():
+        raise BundleError(f"fixture job {spec.name} exited 0 but wrote no record at {output}: rerun the phase")
+    return archive.read_json_gz(output)
+
+
+def load_predictions(record_path: Path, record: Mapping[str, Any]) -> np.ndarray:
+    """The predictions file named by a fixture *record*, checked against its recorded sha.
+
+    Returns:
+        int64 (M,).
+
+    Raises:
+        BundleError: missing file, sha mismatch, or not int64 1-D.
+    """
+    path = Path(record_path).parent / record["predictions_file"]
+    if not path.is_file():
+        raise BundleError(f"predictions file missing ({path}): rerun the fixture job")
+    if archive.file_sha256(path) != record["predictions_file_sha256"]:
+        raise BundleError(f"predictions file {path} does not match its record's sha256: rerun the fixture job")
+    preds = np.load(path, allow_pickle=False)
+    if preds.dtype != np.int64 or preds.ndim != 1:
+        raise BundleError(f"predictions in {path} are {preds.dtype} {preds.shape}, expected int64 (M,)")
+    return preds
+
+
+class FreshProcessRunner:
+    """Qualify runner: each draw in its own fixture process at ``:16:8`` through an engine.
+
+    Args:
+        engine: runs the fixture job.
+        workdir: folder for the per-draw input npz, config and fixture record (e.g.
+            ``run_dir/.work/qualify``; not part of the archive).
+        config: learner config (default: the frozen config).
+        workspace: ``CUBLAS_WORKSPACE_CONFIG`` of every draw (default ``:16:8``).
+        device: ``cuda`` (protocol) or ``cpu`` (diagnostic).
+        on_line: receives the fixture's output lines.
+    """
+
+    def __init__(self, engine: Engine, workdir: Path, *, config: Mapping[str, Any] | None = None,
+                 workspace: str = PREFERRED_WORKSPACE, device: str = "cuda",
+                 on_line: Callable[[str], None] | None = None) -> None:
+        self.engine = engine
+        self.workdir = Path(workdir).resolve()
+        self.config = dict(config) if config is not None else None
+        self.workspace = workspace
+        self.device = device
+        self.on_line = on_line
+
+    def _config(self) -> dict[str, Any]:
+        if self.config is None:
+            from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415  (learner imports torch)
+
+            self.config = dict(FROZEN_CONFIG)
+        return self.config
+
+    def __call__(self, draw_index: int, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, dict, dict]:
+        """Run draw *draw_index* in a fresh fixture process.
+
+        Returns:
+            (predictions int64 (M,), the fixture's final metadata, ``{"fixture": {...}}`` with the
+            workspace, memory block, named-storage totals, timing, hardware, software,
+            execution and the record's sha256).
+
+        Raises:
+            BundleError: the fixture job failed.
+        """
+        folder = self.workdir / f"draw-{draw_index:02d}"
+        npz, cfg = write_fixture_inputs(folder, inputs, self._config())
+        output = folder / f"{workspace_stem(self.workspace)}.json.gz"
+        spec = fixture_job(f"qualify/draw-{draw_index:02d}", engine=self.engine, npz=npz, config=cfg,
+                           output=output, workspace=self.workspace, device=self.device)
+        record = run_fixture_job(self.engine, spec, output, self.on_line)
+        predictions = load_predictions(output, record)
+        inventory = record.get("buffer_inventory") or {}
+        extra = {"fixture": {
+            "fresh_process": True,
+            "cublas_workspace_config": record["cublas_workspace_config"],
+            "environment_was_set_externally": record["environment_was_set_externally"],
+            "input_archive_sha256": record["input_archive_sha256"],
+            "config_file_sha256": record["config_file_sha256"],
+            "source_sha256": record["source_sha256"],
+            "memory": record["memory"],
+            "unique_named_storage_bytes": inventory.get("unique_named_storage_bytes"),
+            "allocated_bytes_without_named_storage_reference":
+                inventory.get("allocated_bytes_without_named_storage_reference"),
+            "cache_reference": record["cache_reference"],
+            "timing": record["timing"],
+            "hardware": record["hardware"],
+            "software": record["software"],
+            "execution": record["execution"],
+            "predictions_file_sha256": record["predictions_file_sha256"],
+            "record_sha256": archive.file_sha256(output),
+            "same_process_reference_hashes_matched": record["same_process_reference_hashes_matched"],
+        }}
+        return predictions, record["metadata"], extra

@@ -1,0 +1,372 @@
+"""The ``profile`` phase: Nsight Compute counters of the fixture, per workspace config and scope.
+
+Four profiles, ``{:4096:8, :16:8} × {task, training}``, each repeated R ≥ 3 times in an
+interleaved order (repeat 0 of all four, then repeat 1, …) so that drift over the phase
+is spread over every profile rather than piled onto one. Each run is one job:
+``ncu --replay-mode app-range … {python} -m bundle.fixture --mode profile`` with
+``CUBLAS_WORKSPACE_CONFIG`` set only in the job's environment (spec 6.1, 6.2). This
+module builds the jobs and stores what they produced; parsing and arithmetic live in
+:mod:`bundle.profile`.
+
+Files in ``RUN_DIR/profile/``:
+
+* ``capabilities.json.gz``: ``ncu --version`` and the metric query (rc, hashes), the pinned
+  version and whether this ncu is it; ``metric-query.stdout.txt.gz`` / ``.stderr.txt.gz``.
+* per run ``<stem>-<scope>-rNN`` (stem ``workspace-4096-8``): ``.csv.gz`` (the quoted lines
+  ncu printed), ``.ncu-output.txt.gz`` (all of ncu's stdout and stderr), ``.ncu-rep.gz``,
+  ``.fixture.json.gz`` (the fixture's record), ``.predictions.npy``, and ``.json.gz``
+  (the run's record: metric rows, device attributes, passes, normalised figures, the
+  ``.ncu-rep`` cross-check, file hashes).
+* ``profiles.json.gz``: per profile the repeats' figures, mean and sample SD.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundle import archive
+from bundle import profile as counters
+from bundle.errors import BundleError
+from bundle.jobs import WORKSPACE_ENV, Engine, JobResult, JobSpec
+from bundle.phases.fixture_runner import engine_env
+
+PHASE = "profile"
+WORKSPACE_CONFIGS = (":4096:8", ":16:8")
+SCOPES = ("task", "training")
+MIN_REPEATS = 3
+DRAW_INDEX = 0  #: the original profiled draw 0
+PROFILE_TIMEOUT_S = 1800.0
+QUERY_TIMEOUT_S = 600.0
+VERSION_NOTE = (
+    "The original used Nsight Compute {pinned}; this run used {found}. Counter definitions "
+    "can change between releases: compare figures across versions with that in mind."
+)
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """One ``ncu`` run: a workspace config, a scope and a repeat index."""
+
+    workspace_config: str
+    scope: str
+    repeat_index: int
+
+    @property
+    def profile_key(self) -> str:
+        """``workspace-16-8-task``: the profile this run is a repeat of."""
+        return f"workspace-{self.workspace_config.strip(':').replace(':', '-')}-{self.scope}"
+
+    @property
+    def name(self) -> str:
+        """``workspace-16-8-task-r00``: stem of the run's files."""
+        return f"{self.profile_key}-r{self.repeat_index:02d}"
+
+    @property
+    def sequences(self) -> int:
+        """S: sequences inside the range (16 tasks, or 1 training sequence)."""
+        return counters.SEQUENCES_IN_RANGE[self.scope]
+
+
+def plan_runs(repeats: int) -> list[ProfileRun]:
+    """All runs in execution order: for each repeat, every workspace config and scope.
+
+    Raises:
+        BundleError: fewer than :data:`MIN_REPEATS` repeats.
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < MIN_REPEATS:
+        raise BundleError(f"--repeats must be an integer >= {MIN_REPEATS} (got {repeats!r}): a sample SD needs it")
+    return [ProfileRun(ws, scope, r) for r in range(repeats) for ws in WORKSPACE_CONFIGS for scope in SCOPES]
+
+
+def _stored(stage: archive.PhaseStage, rel: str, data: bytes, *, gz: bool = True) -> dict[str, Any]:
+    """Store *data* (gzipped when *gz*, else as given) and describe it as the manifest does.
+
+    ``content_*`` are the sha256 and size of the decompressed bytes for ``.gz`` files
+    (as the original's ``*_uncompressed_sha256``), ``None`` otherwise.
+    """
+    path = archive.write_bytes_gz(stage / rel, data) if gz else archive.atomic_write_bytes(stage / rel, data)
+    content = data if gz else (gzip.decompress(data) if rel.endswith(".gz") else None)
+    return {"path": rel, "sha256": archive.file_sha256(path),
+            "content_sha256": None if content is None else hashlib.sha256(content).hexdigest(),
+            "content_size_bytes": None if content is None else len(content)}
+
+
+def write_fixture_inputs(workdir: Path, raw_dir: Path | None = None) -> tuple[Path, Path]:
+    """Write draw 0's learner inputs (``input.npz``) and the frozen ``config.json`` into *workdir*.
+
+    Uses :func:`bundle.phases.fixture_runner.write_fixture_inputs` (reproducible npz, as compare).
+
+    Returns:
+        ``(input_npz, config_json)``, absolute.
+
+    Raises:
+        BundleError: missing or altered raw MNIST files.
+    """
+    from bundle.data import load_draw  # noqa: PLC0415
+    from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415  (imports torch; only here)
+    from bundle.phases.fixture_runner import write_fixture_inputs as write_inputs  # noqa: PLC0415
+
+    return write_inputs(workdir, load_draw(DRAW_INDEX, raw_dir).learner_inputs(), FROZEN_CONFIG)
+
+
+def _run_checked(engine: Engine, spec: JobSpec, where: str,
+                 on_line: Callable[[str], None] | None) -> tuple[JobResult, str]:
+    result = engine.run(spec, on_line=on_line)
+    output = result.stdout + ("" if result.stdout.endswith("\n") or not result.stdout else "\n") + result.stderr
+    if result.exit_code == 127 and counters.PERMISSION_MARKER not in output:
+        raise BundleError(f"ncu could not be started ({where}: {result.last_error_line()}): pass --ncu PATH")
+    counters.check_ncu_exit(where, result.exit_code, output)
+    return result, output
+
+
+def record_capabilities(stage: archive.PhaseStage, *, engine: Engine, ncu_path: str, workdir: Path,
+                        on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run ``ncu --version`` and the metric query (spec 6.1) and keep their output.
+
+    Raises:
+        BundleError: either fails, counters are not permitted, or a metric is unknown to the GPU.
+    """
+    version_spec = JobSpec(name="profile/ncu-version", argv=counters.version_argv(ncu_path), workdir=workdir,
+                           timeout_s=QUERY_TIMEOUT_S, gpu=False)
+    version, _ = _run_checked(engine, version_spec, "ncu --version", on_line)
+    # The query prints ~97 MB on the H200 (docs/device-facts.md), more than a JobResult keeps,
+    # so the shell sends it to files in the job's folder.
+    out_path, err_path = workdir / "metric-query.stdout.txt", workdir / "metric-query.stderr.txt"
+    query_argv = counters.query_argv(ncu_path)
+    out_path.unlink(missing_ok=True)
+    err_path.unlink(missing_ok=True)
+    query_spec = JobSpec(name="profile/ncu-query-metrics",
+                         argv=("sh", "-c", f'exec "$0" "$@" > "{out_path}" 2> "{err_path}"', *query_argv),
+                         workdir=workdir, timeout_s=QUERY_TIMEOUT_S, gpu=True, cap_sys_admin=True)
+    query = engine.run(query_spec, on_line=on_line)
+    query_out = (out_path.read_bytes() if out_path.is_file() else b"") + query.stdout.encode()
+    query_err = (err_path.read_bytes() if err_path.is_file() else b"") + query.stderr.encode()
+    query_files = {
+        "stdout": _stored(stage, "metric-query.stdout.txt.gz", query_out),
+        "stderr": _stored(stage, "metric-query.stderr.txt.gz", query_err),
+    }
+    query_text = (query_out + query_err).decode("utf-8", "replace")
+    counters.check_metric_query(query.exit_code, query_text)
+    found = counters.parse_ncu_version(version.stdout + version.stderr)
+    record = {
+        "schema_version": archive.SCHEMA_VERSION,
+        "ncu_path": ncu_path,
+        "ncu_version_text": version.stdout,
+        "ncu_version": found,
+        "pinned_ncu_version": counters.PINNED_NCU_VERSION,
+        "ncu_version_is_pinned": found == counters.PINNED_NCU_VERSION,
+        "ncu_version_note": VERSION_NOTE.format(pinned=counters.PINNED_NCU_VERSION, found=found or "an unknown version"),
+        "metric_query": {"argv": list(query_argv), "returncode": query.exit_code, "files": query_files,
+                         "raw_query_sha256": hashlib.sha256(query_out + query_err).hexdigest()},
+        "metrics": list(counters.NCU_METRICS),
+        "profile_flags": list(counters.NCU_PROFILE_FLAGS),
+        "recorded_at_utc": archive.utc_now(),
+    }
+    archive.write_json_gz(stage / "capabilities.json.gz", record)
+    return record
+
+
+def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counters.CounterRows) -> dict[str, Any]:
+    """Cross-check the fixture's own record with the counters; returns the facts kept."""
+    profile = fixture.get("profile") or {}
+    in_range = profile.get("fresh_training_sequences_in_range")
+    if profile.get("scope") != run.scope or in_range != run.sequences:
+        raise BundleError(
+            f"fixture record of {run.name} says scope {profile.get('scope')!r} with {in_range!r} sequences in "
+            f"range, expected {run.scope!r} with {run.sequences}: the fixture did not profile what was asked"
+        )
+    hardware = fixture.get("hardware") or {}
+    device_l2 = hardware.get("l2_cache_bytes")
+    ncu_l2 = rows.l2_cache_size_bytes
+    if device_l2 is not None and ncu_l2 is not None and int(device_l2) != ncu_l2:
+        raise BundleError(
+            f"ncu reports an L2 of {ncu_l2} B but the fixture's device reports {device_l2} B ({run.name}): "
+            "ncu profiled another device; set CUDA_VISIBLE_DEVICES"
+        )
+    if rows.display_name is not None and fixture.get("gpu") is not None and rows.display_name != fixture["gpu"]:
+        raise BundleError(
+            f"ncu profiled {rows.display_name!r} but the fixture ran on {fixture['gpu']!r} ({run.name}): "
+            "ncu profiled another device; set CUDA_VISIBLE_DEVICES"
+        )
+    return {
+        "workspace_config": fixture.get("cublas_workspace_config"),
+        "gpu": fixture.get("gpu"),
+        "l2_cache_bytes": device_l2,
+        "profile": profile,
+        "same_process_reference_hashes_matched": fixture.get("same_process_reference_hashes_matched"),
+        "metadata_state_hashes": {k: (fixture.get("metadata") or {}).get(k)
+                                  for k in ("final_parameter_sha256", "state_vector_sha256", "predictions_sha256")},
+    }
+
+
+def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, ncu_path: str, workdir: Path,
+                 inputs: tuple[Path, Path], on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one ``ncu`` profile of the fixture, check it, store its files and its record.
+
+    The run's record (``<name>.json.gz``) is written last, so its presence means the run is
+    complete (a resumed phase skips it).
+
+    Raises:
+        BundleError: ncu failure (missing permission, non-zero status), not one range,
+            a CSV/report disagreement, or a fixture record that does not match the request.
+    """
+    export_base = workdir / run.name
+    report_path = workdir / f"{run.name}.ncu-rep"
+    fixture_out = workdir / f"{run.name}.fixture.json.gz"
+    predictions = workdir / f"{run.name}.fixture.predictions.npy"
+    for stale in (report_path, fixture_out, predictions):
+        stale.unlink(missing_ok=True)
+    target = counters.fixture_argv(str(inputs[0]), str(inputs[1]), str(fixture_out), run.scope)
+    spec = JobSpec(name=f"{PHASE}/{run.name}", argv=counters.profile_argv(ncu_path, str(export_base), target),
+                   env={WORKSPACE_ENV: run.workspace_config, **engine_env(engine)}, workdir=workdir, timeout_s=PROFILE_TIMEOUT_S,
+                   gpu=True, cap_sys_admin=True)
+    result = engine.run(spec, on_line=on_line)
+    output = result.stdout + "\n" + result.stderr
+    archive.atomic_write_bytes(workdir / f"{run.name}.ncu-output.txt", output.encode())
+    counters.check_ncu_exit(f"profile {run.name}; output kept in {workdir / (run.name + '.ncu-output.txt')}",
+                       result.exit_code, output)
+    rows = counters.parse_raw_csv(output, hit_rate_limit_percent=None)
+    if not report_path.is_file():
+        raise BundleError(f"ncu wrote no report {report_path} ({run.name}): check --export and the folder")
+    fixture = archive.read_json_gz(fixture_out)
+    fixture_facts = _check_fixture_record(run, fixture, rows)
+    cross_check = counters.cross_check_report(rows, report_path)
+    figures = counters.normalise_counters(rows, run.sequences, run.scope)
+    csv_text = "\n".join(counters.csv_lines(output)) + "\n"
+    files = {
+        "csv": _stored(stage, f"{run.name}.csv.gz", csv_text.encode()),
+        "ncu_output": _stored(stage, f"{run.name}.ncu-output.txt.gz", output.encode()),
+        "ncu_report": _stored(stage, f"{run.name}.ncu-rep.gz", report_path.read_bytes()),
+        "fixture_record": _stored(stage, f"{run.name}.fixture.json.gz", fixture_out.read_bytes(), gz=False),
+    }
+    if predictions.is_file():
+        files["predictions"] = _stored(stage, f"{run.name}.predictions.npy", predictions.read_bytes(), gz=False)
+    record = {
+        "schema_version": archive.SCHEMA_VERSION,
+        "name": run.name,
+        "profile": run.profile_key,
+        "workspace_config": run.workspace_config,
+        "scope": run.scope,
+        "repeat_index": run.repeat_index,
+        "command": list(spec.argv),
+        "env": dict(spec.env),
+        "returncode": result.exit_code,
+        "duration_s": result.duration_s,
+        "finished_at_utc": archive.utc_now(),
+        "range_id": rows.range_id,
+        "range_name": rows.range_name,
+        "metric_rows": rows.metric_rows(),
+        "profile_device_attributes": rows.device_attributes,
+        "profile_device_attribute_units": rows.attribute_units,
+        "l2_cache_size_bytes": rows.l2_cache_size_bytes,
+        "gpu_time_duration_ns": rows.gpu_time_duration_ns,
+        "pass_counts": counters.replay_pass_counts(rows, output),
+        "l2_sector_hit_rate_above_100_percent": rows.metrics[counters.L2_HIT_RATE].value
+        > counters.HIT_RATE_MAX_PERCENT,
+        "ncu_report_cross_check": cross_check,
+        "fixture": fixture_facts,
+        "files": files,
+        **figures,
+    }
+    archive.write_json_gz(stage / f"{run.name}.json.gz", record)
+    report_path.unlink(missing_ok=True)
+    return record
+
+
+def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per profile: the repeats' normalised figures, their mean and sample SD (numpy, ddof 1)."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        entry = out.setdefault(run.profile_key, {
+            "workspace_config": run.workspace_config, "scope": run.scope,
+            "range_training_sequences": run.sequences, "counter_unit": counters.COUNTER_UNITS[run.scope],
+            "runs": [], "repeats": []})
+        rec = records[run.name]
+        entry["runs"].append(run.name)
+        entry["repeats"].append({k: rec[k] for k in counters.normalise_counters(rec["metric_rows"], run.sequences)})
+    for entry in out.values():
+        entry.update(counters.summarise_repeats(entry["repeats"]))
+    return out
+
+
+def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEATS, ncu: str | None = None,
+                raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
+                on_run: Callable[[ProfileRun, int, int], None] | None = None,
+                on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
+
+    Args:
+        run_dir: the run archive folder (``profile/`` is added to it).
+        engine: runs each job (native subprocess or one container per job).
+        repeats: R ≥ 3 repeats of each profile.
+        ncu: the ncu executable (``--ncu``); natively found by :func:`bundle.profile.find_ncu`,
+            in a container taken as given (default ``ncu`` on the image's PATH).
+        raw_dir: scratch folder for inputs and ncu's uncompressed outputs (kept when given;
+            default ``RUN_DIR/.work/profile``, removed after the phase completes).
+        force: replace a completed ``profile`` phase.
+        mnist_dir: raw MNIST folder (default: the data module's).
+        on_run: called ``(run, index, total)`` before each run (progress display).
+        on_line: receives each output line of each job.
+
+    Returns:
+        The ``profiles.json.gz`` record.
+
+    Raises:
+        BundleError: bad repeats, ncu not found or failing, or any check of a run.
+    """
+    runs = plan_runs(repeats)
+    started = time.monotonic()
+    run_archive = archive.RunArchive(run_dir)
+    native = getattr(engine, "kind", "native") == "native"
+    ncu_path = counters.find_ncu(ncu) if native else (ncu or "ncu")
+    workdir = Path(raw_dir) if raw_dir is not None else run_archive.run_dir / ".work" / PHASE
+    workdir = workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    with run_archive.phase(PHASE, force=force) as stage:
+        inputs = write_fixture_inputs(workdir, mnist_dir)
+        capabilities = record_capabilities(stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
+                                           on_line=on_line)
+        records: dict[str, dict[str, Any]] = {}
+        resumed: list[str] = []
+        for index, run in enumerate(runs):
+            if on_run is not None:
+                on_run(run, index, len(runs))
+            if stage.has(f"{run.name}.json.gz"):
+                records[run.name] = archive.read_json_gz(stage / f"{run.name}.json.gz")
+                resumed.append(run.name)
+                continue
+            records[run.name] = profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
+                                             inputs=inputs, on_line=on_line)
+        summary = {
+            "schema_version": archive.SCHEMA_VERSION,
+            "draw": DRAW_INDEX,
+            "repeats": repeats,
+            "order": [run.name for run in runs],
+            "resumed_runs": resumed,
+            "ncu_version": capabilities["ncu_version"],
+            "pinned_ncu_version": capabilities["pinned_ncu_version"],
+            "ncu_version_is_pinned": capabilities["ncu_version_is_pinned"],
+            "ncu_version_note": capabilities["ncu_version_note"],
+            "metrics": list(counters.NCU_METRICS),
+            "l2_sector_bytes": counters.L2_SECTOR_BYTES,
+            "device_attributes": records[runs[0].name]["profile_device_attributes"],
+            "l2_cache_size_bytes": records[runs[0].name]["l2_cache_size_bytes"],
+            "profiles": summarise_profiles(runs, records),
+            "phase_wall_s": time.monotonic() - started,
+            "phase_wall_s_covers": "this invocation of the phase (runs resumed from an earlier one are not re-timed)",
+            "completed_at_utc": archive.utc_now(),
+        }
+        archive.write_json_gz(stage / "profiles.json.gz", summary)
+    first_fixture = archive.read_json_gz(run_archive.phase_dir(PHASE) / f"{runs[0].name}.fixture.json.gz")
+    if isinstance(first_fixture.get("execution"), dict):
+        run_archive.record_execution(PHASE, first_fixture["execution"])
+    if raw_dir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return summary

@@ -1,0 +1,695 @@
+"""Nsight Compute (``ncu``): command line, raw-page CSV parsing, per-sequence normalisation.
+
+The profiled process is the fixture (``python -m bundle.fixture --mode profile``), run
+under ``ncu --replay-mode app-range`` so that the one ``cudaProfilerStart``/``Stop`` range
+of the fixture becomes one profile result (spec 6.1, 6.2). This module builds that command
+line, reads ncu's ``--csv --page raw --print-units base`` output and normalises the five
+counters per sequence exactly as the original's analyzer did (spec 6.3); it also reads the
+exported ``.ncu-rep`` through NVIDIA's ``ncu_report`` package and cross-checks it against
+the CSV. The functions are pure apart from :func:`find_ncu` and :func:`cross_check_report`,
+so the offline verifier recomputes every figure with them.
+
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import math
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundle.errors import BundleError
+
+# --- metric names: the one place they are spelled (spec 6.1) --------------------------------
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
+L2_READ_SECTORS = "lts__t_sectors_op_read.sum"
+L2_WRITE_SECTORS = "lts__t_sectors_op_write.sum"
+L2_HIT_RATE = "lts__t_sector_hit_rate.pct"
+NCU_METRICS: tuple[str, ...] = (DRAM_READ, DRAM_WRITE, L2_READ_SECTORS, L2_WRITE_SECTORS, L2_HIT_RATE)
+#: ``--query-metrics`` takes the names without their last ".suffix" (spec 6.1).
+QUERY_METRICS: tuple[str, ...] = tuple(name.rsplit(".", 1)[0] for name in NCU_METRICS)
+
+DISPLAY_NAME = "device__attribute_display_name"
+L2_CACHE_SIZE = "device__attribute_l2_cache_size"
+GPU_TIME_DURATION = "gpu__time_duration.sum"
+REPLAYER_PASSES = "profiler__replayer_passes"
+#: Columns kept verbatim when present (spec 6.3), as the original's ``profile_device_attributes``.
+DEVICE_ATTRIBUTES: tuple[str, ...] = (
+    DISPLAY_NAME,
+    L2_CACHE_SIZE,
+    "device__attribute_total_memory",
+    "device__attribute_memory_clock_rate",
+    "device__attribute_multiprocessor_count",
+    REPLAYER_PASSES,
+    "profiler__replayer_passes_type_warmup",
+    GPU_TIME_DURATION,
+)
+
+L2_SECTOR_BYTES = 32  #: one L2 sector request is 32 bytes
+HIT_RATE_MAX_PERCENT = 100.0
+RANGE_KERNEL_NAME = "range"  #: "Kernel Name" of an app-range result (spec 6.3)
+PINNED_NCU_VERSION = "2025.1.1"  #: the original's Nsight Compute (spec 6.1)
+FIXTURE_REPEATS = 16  #: ``--repeats`` handed to the fixture in profile mode (spec 6.1)
+SEQUENCES_IN_RANGE = {"task": FIXTURE_REPEATS, "training": 1}  #: S of spec 6.3
+COUNTER_UNITS = {
+    "task": "per complete fresh reset/train/predict task",
+    "training": "per original two-epoch training sequence, reset and prediction outside range",
+}
+
+# --- units: ncu spellings -> scale to the base unit; anything else is an error -------------
+_BYTE_UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
+_SECTOR_UNITS = {"sector": 1.0, "Ksector": 1e3, "Msector": 1e6, "Gsector": 1e9}
+_PERCENT_UNITS = {"%": 1.0}
+# ncu 2025.3.1 prints "ns" in base units (recorded on the H200); older releases spell "nsecond".
+_NANOSECOND_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9,
+                     "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+METRIC_UNITS: dict[str, dict[str, float]] = {
+    DRAM_READ: _BYTE_UNITS,
+    DRAM_WRITE: _BYTE_UNITS,
+    L2_READ_SECTORS: _SECTOR_UNITS,
+    L2_WRITE_SECTORS: _SECTOR_UNITS,
+    L2_HIT_RATE: _PERCENT_UNITS,
+    L2_CACHE_SIZE: _BYTE_UNITS,
+    GPU_TIME_DURATION: _NANOSECOND_UNITS,
+}
+
+#: The profile flags (spec 6.1, final command) plus ``--print-units base`` so that every
+#: value is printed in its base unit (byte, sector, %, nsecond).
+NCU_PROFILE_FLAGS: tuple[str, ...] = (
+    "--replay-mode", "app-range",
+    "--cache-control", "none",
+    "--clock-control", "none",
+    "--metrics", ",".join(NCU_METRICS),
+    "--csv",
+    "--page", "raw",
+    "--print-units", "base",
+    "--force-overwrite",
+)
+_FORBIDDEN_FLAGS = ("--graph-profiling", "--profile-from-start")
+
+# --- where ncu is looked for ----------------------------------------------------------------
+NCU_ENV = "REV88_NCU"
+NCU_INSTALL_GLOB = "/opt/nvidia/nsight-compute/*/ncu"
+NCU_CUDA_PATH = "/usr/local/cuda/bin/ncu"
+
+PERMISSION_MARKER = "ERR_NVGPUCTRPERM"
+PERMISSION_HINT = (
+    "allow GPU performance counters: on the host set the nvidia module option "
+    "NVreg_RestrictProfilingToAdminUsers=0 (or profile as root); in a container add --cap-add SYS_ADMIN"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterRow:
+    """One metric of the single range result, as the original's ``metric_rows`` entries.
+
+    Attributes:
+        name: ncu metric name, e.g. ``"dram__bytes_read.sum"``.
+        value: ``float(raw_value without commas) × unit scale``, in the metric's base unit
+            (bytes, sectors or percent).
+        raw_value: the CSV cell as printed.
+        raw_unit: the unit cell as printed (``"byte"``, ``"sector"``, ``"%"``).
+        range_id: the result's ``ID`` cell.
+    """
+
+    name: str
+    value: float
+    raw_value: str
+    raw_unit: str
+    range_id: str
+
+    def as_record(self) -> dict[str, Any]:
+        """The original's ``metric_rows[name]`` object: value, raw_value, raw_unit, range_id."""
+        return {"value": self.value, "raw_value": self.raw_value, "raw_unit": self.raw_unit,
+                "range_id": self.range_id}
+
+
+@dataclass(frozen=True)
+class CounterRows:
+    """The parsed raw page of one ``ncu`` run: exactly one range result.
+
+    Attributes:
+        metrics: the five :data:`NCU_METRICS` rows, in that order.
+        device_attributes: raw cells of the :data:`DEVICE_ATTRIBUTES` present (as the
+            original's ``profile_device_attributes``).
+        attribute_units: the unit cell of each kept attribute (empty for text columns).
+        range_id: the result's ``ID`` cell.
+        range_name: its ``Kernel Name`` cell (``"range"``).
+        columns: the header row, in order.
+    """
+
+    metrics: dict[str, CounterRow]
+    device_attributes: dict[str, str]
+    attribute_units: dict[str, str]
+    range_id: str
+    range_name: str
+    columns: tuple[str, ...] = field(default=())
+
+    def metric_rows(self) -> dict[str, dict[str, Any]]:
+        """``metric_rows`` as the original recorded it (name -> value/raw_value/raw_unit/range_id)."""
+        return {name: row.as_record() for name, row in self.metrics.items()}
+
+    @property
+    def l2_cache_size_bytes(self) -> int | None:
+        """The device's L2 size from ``device__attribute_l2_cache_size`` (bytes), if printed."""
+        if L2_CACHE_SIZE not in self.device_attributes:
+            return None
+        value = scale_value(L2_CACHE_SIZE, self.device_attributes[L2_CACHE_SIZE],
+                            self.attribute_units.get(L2_CACHE_SIZE) or "byte")
+        return int(value)
+
+    @property
+    def gpu_time_duration_ns(self) -> float | None:
+        """``gpu__time_duration.sum`` in ns, if printed (inflated by profiling: not a runtime)."""
+        if GPU_TIME_DURATION not in self.device_attributes:
+            return None
+        return scale_value(GPU_TIME_DURATION, self.device_attributes[GPU_TIME_DURATION],
+                           self.attribute_units.get(GPU_TIME_DURATION) or "nsecond")
+
+    @property
+    def display_name(self) -> str | None:
+        """``device__attribute_display_name`` (e.g. ``"NVIDIA H200"``), if printed."""
+        return self.device_attributes.get(DISPLAY_NAME)
+
+
+def scale_value(name: str, raw_value: str, raw_unit: str) -> float:
+    """Turn one printed cell into a number in the metric's base unit (spec 6.3).
+
+    Args:
+        name: metric name (selects the unit table of :data:`METRIC_UNITS`).
+        raw_value: the cell as printed; thousands separators (commas) are removed.
+        raw_unit: the unit cell; must be a known spelling for this metric.
+
+    Returns:
+        ``float(raw_value) × scale``; finite and ≥ 0. (The ≤ 100 % bound of the hit rate is
+        applied by :func:`parse_raw_csv`.)
+
+    Raises:
+        BundleError: unknown unit, unparsable, negative or non-finite value.
+    """
+    units = METRIC_UNITS.get(name)
+    if units is None:
+        raise BundleError(f"no unit table for ncu metric {name}: add it to bundle.profile.METRIC_UNITS")
+    if raw_unit not in units:
+        raise BundleError(
+            f"unknown unit {raw_unit!r} for {name} in the ncu output (known: {', '.join(units)}): "
+            "profile with --print-units base"
+        )
+    text = raw_value.replace(",", "").strip()
+    try:
+        value = float(text) * units[raw_unit]
+    except ValueError:
+        raise BundleError(f"ncu value {raw_value!r} of {name} is not a number: check the ncu output") from None
+    if not math.isfinite(value) or value < 0:
+        raise BundleError(f"ncu value {raw_value!r} of {name} is not a finite non-negative number")
+    return value
+
+
+def csv_lines(output: str) -> list[str]:
+    """The lines of ncu's output (stdout + stderr) that start with a double quote (spec 6.3)."""
+    return [line.rstrip("\r") for line in output.splitlines() if line.startswith('"')]
+
+
+def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = HIT_RATE_MAX_PERCENT) -> CounterRows:
+    """Parse ncu's ``--csv --page raw`` output and keep its single range result.
+
+    Layout: a header row (``"ID","Process ID",…,"Kernel Name",…`` then one column per
+    metric, among them ``dram__bytes_read.sum``), a units row of the same width, then one
+    row per profile result. Other text (``==PROF==`` lines, the fixture's own output) is
+    ignored because only lines starting with ``"`` are read.
+
+    Args:
+        output: ncu's stdout (and stderr), or just the CSV lines.
+        hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct`` (the original
+            required ≤ 100); ``None`` keeps any value. ncu 2025.3.1 printed 100.24 for an
+            L2-resident matmul on the H200 (``tests/recorded/ncu/h200-tiny-matmul.csv``), so
+            the phase records such values with a flag rather than failing.
+
+    Returns:
+        The :class:`CounterRows` of the one range.
+
+    Raises:
+        BundleError: no header, a header repeated, rows of another width, a duplicate
+            column, a missing metric, more or fewer than one range, a range not named
+            ``"range"``, a hit rate above the limit, or a value rejected by :func:`scale_value`.
+    """
+    rows = list(csv.reader(csv_lines(output)))
+    headers = [i for i, row in enumerate(rows) if DRAM_READ in row]
+    if not headers:
+        raise BundleError(
+            f"the ncu output holds 0 range results (no raw-page CSV header with {DRAM_READ}), exactly one "
+            "is required: the fixture must open one cudaProfilerStart/Stop range; check the ncu messages"
+        )
+    if len(headers) > 1 or headers[0] != 0:
+        raise BundleError(
+            f"the ncu output holds {len(headers)} CSV header(s) and {headers[0]} stray quoted line(s) "
+            "before the first: profile one process with one export per run"
+        )
+    header = rows[0]
+    if len(set(header)) != len(header):
+        raise BundleError("the ncu CSV header repeats a column name: the output is not a raw page")
+    if len(rows) < 2 or len(rows[1]) != len(header):
+        raise BundleError("the ncu CSV has no units row after its header: profile with --csv --page raw")
+    units = dict(zip(header, rows[1], strict=True))
+    results = rows[2:]
+    for row in results:
+        if len(row) != len(header):
+            raise BundleError(
+                f"an ncu CSV row has {len(row)} cells, the header {len(header)}: the output is mixed or cut"
+            )
+    if len(results) != 1:
+        raise BundleError(
+            f"the ncu output holds {len(results)} range results, exactly one is required: "
+            "the fixture must open one cudaProfilerStart/Stop range under --replay-mode app-range"
+        )
+    result = dict(zip(header, results[0], strict=True))
+    range_id = result.get("ID", "")
+    range_name = result.get("Kernel Name")
+    if range_name != RANGE_KERNEL_NAME:
+        raise BundleError(
+            f"the ncu result is named {range_name!r}, not {RANGE_KERNEL_NAME!r}: "
+            "profile with --replay-mode app-range (a kernel result is not a range)"
+        )
+    metrics: dict[str, CounterRow] = {}
+    for name in NCU_METRICS:
+        if name not in result:
+            raise BundleError(f"metric {name} is missing from the ncu CSV: pass it in --metrics")
+        raw_value, raw_unit = result[name], units[name]
+        metrics[name] = CounterRow(name, scale_value(name, raw_value, raw_unit), raw_value, raw_unit, range_id)
+    hit_rate = metrics[L2_HIT_RATE].value
+    if hit_rate_limit_percent is not None and hit_rate > hit_rate_limit_percent:
+        raise BundleError(
+            f"{L2_HIT_RATE} is {metrics[L2_HIT_RATE].raw_value} %, above {hit_rate_limit_percent:g} %: "
+            "the output is corrupt (or parse with hit_rate_limit_percent=None to keep it flagged)"
+        )
+    attributes = {name: result[name] for name in DEVICE_ATTRIBUTES if result.get(name, "").strip()}
+    attribute_units = {name: units[name] for name in attributes}
+    parsed = CounterRows(metrics, attributes, attribute_units, range_id, range_name, tuple(header))
+    _ = parsed.l2_cache_size_bytes, parsed.gpu_time_duration_ns  # validate their units now
+    return parsed
+
+
+_PASSES_RE = re.compile(r"\b(\d+) pass(?:es)?\b")
+
+
+def replay_pass_counts(rows: CounterRows, output: str = "") -> list[int]:
+    """Replay passes of the range: ``profiler__replayer_passes``, else "N pass(es)" in *output*.
+
+    Returns:
+        ``[passes]`` from the attribute, else every "N passes" figure found in ncu's
+        progress lines (spec 6.3); empty when neither is there.
+    """
+    raw = rows.device_attributes.get(REPLAYER_PASSES, "").replace(",", "").strip()
+    if raw:
+        try:
+            return [int(float(raw))]
+        except ValueError:
+            raise BundleError(f"{REPLAYER_PASSES} {raw!r} is not a number: check the ncu output") from None
+    return [int(m) for line in output.splitlines() if line.startswith("==PROF==")
+            for m in _PASSES_RE.findall(line)]
+
+
+def _row_value(name: str, row: CounterRow | Mapping[str, Any]) -> float:
+    if isinstance(row, CounterRow):
+        return scale_value(name, row.raw_value, row.raw_unit)
+    value = scale_value(name, str(row["raw_value"]), str(row["raw_unit"]))
+    if "value" in row and float(row["value"]) != value:
+        raise BundleError(
+            f"recorded value {row['value']!r} of {name} is not its raw value {row['raw_value']!r} "
+            f"{row['raw_unit']!r} scaled ({value!r}): the record is inconsistent"
+        )
+    return value
+
+
+def normalise_counters(
+    rows: CounterRows | Mapping[str, CounterRow | Mapping[str, Any]],
+    sequences: int,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """Per-sequence figures of one range (spec 6.3), recomputed from the raw cells.
+
+    With S = *sequences* (16 task invocations, or 1 two-epoch training sequence):
+    DRAM read/write/total bytes = counter / S (total = (read + write) / S); L2 read/write
+    request bytes = 32 × sectors / S; the hit rate is not normalised.
+
+    Args:
+        rows: a :class:`CounterRows`, or a mapping name -> row in the original's
+            ``metric_rows`` shape (``raw_value``, ``raw_unit`` and optionally ``value``,
+            which must equal the recomputed value).
+        sequences: S ≥ 1.
+        scope: ``"task"`` or ``"training"``; adds the original's ``counter_unit`` text.
+
+    Returns:
+        ``range_training_sequences``, ``dram_read_bytes_per_sequence``,
+        ``dram_write_bytes_per_sequence``, ``dram_total_bytes_per_sequence``,
+        ``l2_read_request_bytes_per_sequence``, ``l2_write_request_bytes_per_sequence``,
+        ``l2_sector_hit_rate_percent`` (floats), then ``counter_unit`` when *scope* is given;
+        the original's field names.
+
+    Raises:
+        BundleError: S < 1, unknown scope, a missing metric, or a bad/inconsistent value.
+    """
+    if isinstance(sequences, bool) or not isinstance(sequences, int) or sequences < 1:
+        raise BundleError(f"sequences in range must be a positive integer, got {sequences!r}")
+    if scope is not None and scope not in COUNTER_UNITS:
+        raise BundleError(f"unknown profile scope {scope!r}: use 'task' or 'training'")
+    table = rows.metrics if isinstance(rows, CounterRows) else rows
+    missing = [name for name in NCU_METRICS if name not in table]
+    if missing:
+        raise BundleError(f"metric rows lack {', '.join(missing)}: the profile is incomplete")
+    value = {name: _row_value(name, table[name]) for name in NCU_METRICS}
+    out: dict[str, Any] = {
+        "range_training_sequences": sequences,
+        "dram_read_bytes_per_sequence": value[DRAM_READ] / sequences,
+        "dram_write_bytes_per_sequence": value[DRAM_WRITE] / sequences,
+        "dram_total_bytes_per_sequence": (value[DRAM_READ] + value[DRAM_WRITE]) / sequences,
+        "l2_read_request_bytes_per_sequence": L2_SECTOR_BYTES * value[L2_READ_SECTORS] / sequences,
+        "l2_write_request_bytes_per_sequence": L2_SECTOR_BYTES * value[L2_WRITE_SECTORS] / sequences,
+        "l2_sector_hit_rate_percent": value[L2_HIT_RATE],
+    }
+    if scope is not None:
+        out["counter_unit"] = COUNTER_UNITS[scope]
+    return out
+
+
+def summarise_repeats(figures: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean and sample standard deviation (ddof 1, numpy) of each numeric per-sequence figure.
+
+    Args:
+        figures: the :func:`normalise_counters` results of R ≥ 2 repeats of one profile.
+
+    Returns:
+        ``{"mean": {field: float}, "sample_sd": {field: float}}`` over the float fields.
+
+    Raises:
+        BundleError: fewer than two repeats, or repeats with different fields.
+    """
+    if len(figures) < 2:
+        raise BundleError(f"a sample SD needs at least two repeats, got {len(figures)}")
+    keys = [k for k, v in figures[0].items() if isinstance(v, float)]
+    if any([k for k, v in f.items() if isinstance(v, float)] != keys for f in figures):
+        raise BundleError("repeats of one profile have different fields: the records are inconsistent")
+    mean, sd = {}, {}
+    for key in keys:
+        arr = np.asarray([f[key] for f in figures], dtype=np.float64)
+        mean[key] = float(np.mean(arr))
+        sd[key] = float(np.std(arr, ddof=1))
+    return {"mean": mean, "sample_sd": sd}
+
+
+# --- command lines --------------------------------------------------------------------------
+def fixture_argv(input_npz: str, config_json: str, output: str, scope: str,
+                 repeats: int = FIXTURE_REPEATS) -> tuple[str, ...]:
+    """The profiled command: ``{python} -m bundle.fixture … --mode profile --scope S --repeats 16``."""
+    if scope not in SEQUENCES_IN_RANGE:
+        raise BundleError(f"unknown profile scope {scope!r}: use 'task' or 'training'")
+    return ("{python}", "-m", "bundle.fixture", "--input", str(input_npz), "--config", str(config_json),
+            "--output", str(output), "--mode", "profile", "--scope", scope, "--repeats", str(repeats))
+
+
+def profile_argv(ncu: str, export_base: str, target: Sequence[str]) -> tuple[str, ...]:
+    """``ncu <NCU_PROFILE_FLAGS> --export <export_base> <target…>`` (ncu adds ``.ncu-rep``)."""
+    return (str(ncu), *NCU_PROFILE_FLAGS, "--export", str(export_base), *target)
+
+
+def version_argv(ncu: str) -> tuple[str, ...]:
+    """``ncu --version``."""
+    return (str(ncu), "--version")
+
+
+def query_argv(ncu: str) -> tuple[str, ...]:
+    """``ncu --query-metrics --query-metrics-mode all --metrics <base names>`` (spec 6.1)."""
+    return (str(ncu), "--query-metrics", "--query-metrics-mode", "all", "--metrics", ",".join(QUERY_METRICS))
+
+
+def audit_profile_command(argv: Sequence[str]) -> list[str]:
+    """Problems of a recorded ncu command line (spec 6.3); empty when it is as required.
+
+    Required: ``--replay-mode app-range``, ``--cache-control none``, ``--clock-control none``,
+    the five metrics; forbidden: ``--graph-profiling``, ``--profile-from-start``.
+    """
+    args = [str(a) for a in argv]
+    pairs = set(zip(args, args[1:], strict=False))
+    problems = [f"missing {flag} {value}" for flag, value in
+                (("--replay-mode", "app-range"), ("--cache-control", "none"),
+                 ("--clock-control", "none"), ("--metrics", ",".join(NCU_METRICS)))
+                if (flag, value) not in pairs]
+    problems += [f"forbidden {flag}" for flag in _FORBIDDEN_FLAGS if any(a.startswith(flag) for a in args)]
+    return problems
+
+
+_VERSION_RE = re.compile(r"Version\s+(\d+\.\d+\.\d+)(?:\.\d+)?")
+
+
+def parse_ncu_version(text: str) -> str | None:
+    """``"2025.3.1"`` from ``ncu --version`` output (``Version 2025.3.1.0 (build …)``), else None."""
+    match = _VERSION_RE.search(text)
+    return match.group(1) if match else None
+
+
+def check_metric_query(exit_code: int, output: str) -> None:
+    """Require the metric query to succeed and name all five metrics (spec 6.3).
+
+    Raises:
+        BundleError: permission error, non-zero status, or a metric the device lacks.
+    """
+    check_ncu_exit("ncu --query-metrics", exit_code, output)
+    missing = [name for name in QUERY_METRICS if name not in output]
+    if missing:
+        raise BundleError(
+            f"ncu --query-metrics does not list {', '.join(missing)} for this GPU: "
+            "use an Nsight Compute that supports this GPU"
+        )
+
+
+def check_ncu_exit(where: str, exit_code: int, output: str) -> None:
+    """Turn a failed ncu run into one line: counters not permitted, or a non-zero status.
+
+    Args:
+        where: what ran (e.g. ``"profile workspace-16-8-task-r00"``).
+        exit_code: ncu's exit status.
+        output: its stdout and stderr.
+
+    Raises:
+        BundleError: ``ERR_NVGPUCTRPERM`` in the output (exit code 3), or exit code ≠ 0.
+    """
+    if PERMISSION_MARKER in output:
+        raise BundleError(
+            f"GPU performance counters are not permitted ({PERMISSION_MARKER} from ncu, {where}): "
+            f"{PERMISSION_HINT}",
+            exit_code=3,
+        )
+    if exit_code != 0:
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("==ERROR==")] or [ln for ln in lines if "error" in ln.lower()]
+        detail = (errors or lines or ["no output"])[-1]
+        raise BundleError(f"ncu failed with exit status {exit_code} ({where}: {detail}): see the kept ncu output")
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", Path(path).parent.name)
+    return tuple(int(p) for p in parts)
+
+
+def find_ncu(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    install_glob: str = NCU_INSTALL_GLOB,
+    cuda_path: str = NCU_CUDA_PATH,
+) -> str:
+    """Locate the ``ncu`` executable.
+
+    Order: *explicit* (``--ncu``), ``$REV88_NCU``, ``PATH``, the newest
+    ``/opt/nvidia/nsight-compute/*/ncu``, ``/usr/local/cuda/bin/ncu``. An explicit or
+    environment value must exist; the rest are searched.
+
+    Returns:
+        Absolute path of an executable ``ncu``.
+
+    Raises:
+        BundleError: none found (the message lists every place looked at).
+    """
+    env = os.environ if environ is None else environ
+
+    def usable(candidate: str) -> str | None:
+        found = shutil.which(candidate, path=env.get("PATH", os.defpath)) if os.sep not in candidate \
+            else (candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None)
+        return os.path.abspath(found) if found else None
+
+    for label, given in (("--ncu", explicit), (NCU_ENV, env.get(NCU_ENV))):
+        if given:
+            found = usable(str(given))
+            if not found:
+                raise BundleError(f"ncu not found at {given} (given by {label}): pass the path of an executable ncu")
+            return found
+    candidates = ["ncu", *sorted(glob.glob(install_glob), key=_version_key, reverse=True), cuda_path]
+    for candidate in candidates:
+        found = usable(candidate)
+        if found:
+            return found
+    raise BundleError(
+        f"ncu not found (looked at --ncu, ${NCU_ENV}, PATH, {install_glob}, {cuda_path}): "
+        "install Nsight Compute or pass --ncu PATH"
+    )
+
+
+# --- the exported report, read through NVIDIA's ncu_report package --------------------------
+#: Report metrics compared with the CSV: the five counters, plus these attributes if printed.
+REPORT_ATTRIBUTES: tuple[str, ...] = (GPU_TIME_DURATION, L2_CACHE_SIZE, DISPLAY_NAME)
+REPORT_REL_TOL = 1e-9  #: relative tolerance for floating-point report values
+#: Counters compared exactly, whatever value kind the report stores them as.
+INTEGER_METRICS: tuple[str, ...] = (DRAM_READ, DRAM_WRITE, L2_READ_SECTORS, L2_WRITE_SECTORS, L2_CACHE_SIZE)
+
+
+def import_ncu_report() -> tuple[Any | None, str | None]:
+    """Import NVIDIA's ``ncu_report`` (PyPI ``ncu-report``, the ``ncu`` extra).
+
+    Returns:
+        ``(module, None)``, or ``(None, reason)`` when it cannot be imported.
+    """
+    try:
+        import ncu_report  # noqa: PLC0415
+    except Exception as exc:  # ImportError, or a broken native library
+        return None, f"ncu_report is not importable ({type(exc).__name__}: {exc}); install the 'ncu' extra"
+    return ncu_report, None
+
+
+def _package_version(name: str) -> str | None:
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def read_report_values(module: Any, report_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Values of the single result of an ``.ncu-rep`` file.
+
+    Uses ``module.load_report(path)`` -> context; ``num_ranges()``/``range_by_idx(i)``;
+    ``num_actions()``/``action_by_idx(j)``; ``action.metric_by_name(name)`` (None when
+    absent) and ``metric.value()`` (int, float or str by the metric's value kind).
+
+    Returns:
+        ``{"action_name": str, "values": {metric: value}}`` for :data:`NCU_METRICS` and the
+        :data:`REPORT_ATTRIBUTES` the report holds.
+
+    Raises:
+        BundleError: unreadable file, not exactly one result, or a counter missing.
+    """
+    path = Path(report_path)
+    try:
+        context = module.load_report(str(path))
+    except Exception as exc:
+        raise BundleError(f"cannot read the ncu report {path} ({exc}): keep the file ncu exported") from None
+    actions = []
+    for i in range(context.num_ranges()):
+        report_range = context.range_by_idx(i)
+        actions += [report_range.action_by_idx(j) for j in range(report_range.num_actions())]
+    if len(actions) != 1:
+        raise BundleError(
+            f"the ncu report {path.name} holds {len(actions)} results, exactly one range is required"
+        )
+    action = actions[0]
+    values: dict[str, Any] = {}
+    for name in (*NCU_METRICS, *REPORT_ATTRIBUTES):
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_value():
+            if name in NCU_METRICS:
+                raise BundleError(f"the ncu report {path.name} has no value for {name}: profile with --metrics")
+            continue
+        values[name] = metric.value()
+    return {"action_name": str(action.name()), "values": values}
+
+
+def _printed_resolution(raw_value: str) -> float:
+    """Half a unit in the last printed digit of *raw_value* (0.005 for ``"95.45"``)."""
+    text = raw_value.replace(",", "").strip().lower()
+    mantissa, _, exponent = text.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+def compare_report_values(rows: CounterRows, report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Require the ``.ncu-rep`` values to equal the CSV's.
+
+    Integer counters (:data:`INTEGER_METRICS`, or any integer report value) must equal the
+    CSV value exactly. Other floating values must agree
+    within ``max(1e-9 × |value|, half a unit in the CSV's last printed digit)``: the CSV
+    prints ratios rounded (``"95.45"``) while the report keeps the double.
+
+    Args:
+        rows: the parsed CSV.
+        report: :func:`read_report_values` output.
+
+    Returns:
+        Per metric: ``csv_value``, ``report_value``, ``tolerance`` (0 for exact).
+
+    Raises:
+        BundleError: any disagreement (names the metric and both values).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, report_value in report["values"].items():
+        if name in rows.metrics:
+            raw, unit = rows.metrics[name].raw_value, rows.metrics[name].raw_unit
+        elif name in rows.device_attributes:
+            raw, unit = rows.device_attributes[name], rows.attribute_units.get(name, "")
+        else:
+            continue
+        if isinstance(report_value, str) or name == DISPLAY_NAME:
+            agree, csv_value, tolerance = str(report_value) == raw, raw, 0.0
+        else:
+            csv_value = scale_value(name, raw, unit or next(iter(METRIC_UNITS[name])))
+            if isinstance(report_value, int) or name in INTEGER_METRICS:
+                tolerance = 0.0
+                agree = csv_value.is_integer() and float(report_value) == csv_value
+            else:
+                scale = METRIC_UNITS[name].get(unit, 1.0)
+                tolerance = max(REPORT_REL_TOL * abs(float(report_value)), _printed_resolution(raw) * scale)
+                agree = abs(csv_value - float(report_value)) <= tolerance
+        if not agree:
+            raise BundleError(
+                f"the ncu report and CSV disagree on {name} (report {report_value!r}, CSV {raw!r} {unit!r}): "
+                "the exported report is not the printed profile"
+            )
+        out[name] = {"csv_value": csv_value, "report_value": report_value, "tolerance": tolerance}
+    return out
+
+
+def cross_check_report(rows: CounterRows, report_path: str | os.PathLike[str],
+                       module: Any | None = None) -> dict[str, Any]:
+    """Read the exported ``.ncu-rep`` with ``ncu_report`` and compare it with the CSV.
+
+    Args:
+        rows: the parsed CSV of the same run.
+        report_path: the uncompressed ``.ncu-rep``.
+        module: the ``ncu_report`` module (default: imported here).
+
+    Returns:
+        ``{"status": "passed", "ncu_report_version", "action_name", "metrics"}``, or
+        ``{"status": "skipped", "reason"}`` when ``ncu_report`` cannot be imported (never
+        reported as passed).
+
+    Raises:
+        BundleError: unreadable report, not one result, or a disagreement.
+    """
+    reason = None
+    if module is None:
+        module, reason = import_ncu_report()
+    if module is None:
+        return {"status": "skipped", "reason": reason}
+    report = read_report_values(module, report_path)
+    metrics = compare_report_values(rows, report)
+    return {"status": "passed", "ncu_report_version": _package_version("ncu-report"),
+            "action_name": report["action_name"], "metrics": metrics}

@@ -1,0 +1,160 @@
+"""DockerEngine against a real dockerd (marked ``docker``; .ci/run starts one and builds the image).
+
+The jobs run in the verify image (it has a Python on PATH); GPU jobs on a machine without the
+NVIDIA Container Toolkit exercise the real "no GPU runtime" path. After every test no
+container with the engine's label may remain.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bundle.docker_engine import IMAGE_ENV, JOB_LABEL, DockerEngine
+from bundle.errors import BundleError
+from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
+
+IMAGE = os.environ.get("REV88_VERIFY_IMAGE", "rev88/verify:local")
+
+
+def test_container_options_follow_the_spec(tmp_path: Path) -> None:
+    """No daemon needed: the create() arguments say what the contract says."""
+    pytest.importorskip("docker")
+    engine = DockerEngine("example/image:tag", client=object())
+    assert isinstance(engine, Engine)
+    spec = JobSpec(
+        name="profile/workspace-16-8-task-r00",
+        argv=("ncu", "--csv", "{python}", "-m", "bundle.fixture"),
+        env={"CUBLAS_WORKSPACE_CONFIG": ":16:8"},
+        workdir=tmp_path,
+        gpu=True,
+        cap_sys_admin=True,
+    )
+    options = engine.container_options(spec)
+    assert options["entrypoint"] == ["ncu"]
+    assert options["command"] == ["--csv", "python", "-m", "bundle.fixture"]
+    assert options["environment"] == {IMAGE_ENV: "example/image:tag", "CUBLAS_WORKSPACE_CONFIG": ":16:8"}
+    assert options["working_dir"] == str(tmp_path.resolve())
+    assert options["volumes"] == {str(tmp_path.resolve()): {"bind": str(tmp_path.resolve()), "mode": "rw"}}
+    assert options["labels"] == {JOB_LABEL: spec.name}
+    (request,) = options["device_requests"]
+    assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+    assert options["cap_add"] == ["SYS_ADMIN"] and options["user"] == "0:0"
+
+    plain = engine.container_options(JobSpec(name="x", argv=("{python}", "-V"), workdir=tmp_path, gpu=False))
+    assert "device_requests" not in plain and "cap_add" not in plain
+    assert plain["user"] == f"{os.getuid()}:{os.getgid()}"
+    with pytest.raises(BundleError, match="GPU count"):
+        DockerEngine("example/image:tag", gpu_count=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    docker = pytest.importorskip("docker")
+    client = docker.from_env()
+    try:
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        message = f"image {IMAGE} is missing: build it with `make image-verify` (or set REV88_VERIFY_IMAGE)"
+        if os.environ.get("REV88_REQUIRE_DOCKER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def engine(client):
+    """The engine under test; afterwards, no container with our label may remain."""
+    yield DockerEngine(IMAGE, client=client)
+    leftovers = client.containers.list(all=True, filters={"label": JOB_LABEL})
+    assert leftovers == [], f"containers left behind: {[c.name for c in leftovers]}"
+
+
+@pytest.mark.docker
+def test_job_success_streams_lines_sets_env_and_writes_workdir(engine: DockerEngine, tmp_path: Path) -> None:
+    script = (
+        "import os, sys\n"
+        "print('first'); print('second', flush=True)\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "open('out.txt', 'w').write(os.environ['CUBLAS_WORKSPACE_CONFIG'] + ' ' + os.environ['REV88_IMAGE_REFERENCE'])\n"
+        "sys.stdout.write('no newline at the end')\n"
+    )
+    lines: list[str] = []
+    result = engine.run(
+        JobSpec(
+            name="test/success",
+            argv=("{python}", "-c", script),
+            env={"CUBLAS_WORKSPACE_CONFIG": ":16:8"},
+            workdir=tmp_path,
+            gpu=False,
+        ),
+        on_line=lines.append,
+    )
+    assert result.exit_code == 0 and result.ok
+    assert result.stdout == "first\nsecond\nno newline at the end"
+    assert result.stderr == "to stderr\n"
+    assert sorted(lines) == sorted(["first", "second", "to stderr", "no newline at the end"])
+    assert lines.index("first") < lines.index("second")
+    written = tmp_path / "out.txt"
+    assert written.read_text() == f":16:8 {IMAGE}"
+    assert written.stat().st_uid == os.getuid()  # jobs run as the host user
+
+
+@pytest.mark.docker
+def test_job_failure_propagates_exit_code(engine: DockerEngine, tmp_path: Path) -> None:
+    result = engine.run(
+        JobSpec(
+            name="test/failure",
+            argv=("{python}", "-c", "import sys; print('bad input', file=sys.stderr); sys.exit(3)"),
+            workdir=tmp_path,
+            gpu=False,
+        )
+    )
+    assert result.exit_code == 3 and not result.ok
+    assert result.last_error_line() == "bad input"
+
+
+@pytest.mark.docker
+def test_workspace_config_comes_only_from_the_spec(engine: DockerEngine, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    result = engine.run(
+        JobSpec(
+            name="test/env",
+            argv=("{python}", "-c", "import os; print(os.environ.get('CUBLAS_WORKSPACE_CONFIG', 'unset'))"),
+            workdir=tmp_path,
+            gpu=False,
+        )
+    )
+    assert result.stdout == "unset\n"
+
+
+@pytest.mark.docker
+def test_timeout_kills_and_removes_the_container(engine: DockerEngine, tmp_path: Path) -> None:
+    result = engine.run(JobSpec(name="test/timeout", argv=("sleep", "60"), workdir=tmp_path, gpu=False, timeout_s=1.5))
+    assert result.exit_code == TIMEOUT_EXIT_CODE
+    assert "timed out after 1.5 s" in result.stderr
+    assert result.duration_s < 30
+
+
+@pytest.mark.docker
+def test_no_gpu_runtime_is_one_clear_line(engine: DockerEngine, client, tmp_path: Path) -> None:
+    if "nvidia" in (client.info().get("Runtimes") or {}):
+        pytest.skip("this daemon has the NVIDIA runtime; the no-GPU path cannot be exercised here")
+    with pytest.raises(BundleError) as caught:
+        engine.run(JobSpec(name="test/gpu", argv=("{python}", "-c", "pass"), workdir=tmp_path, gpu=True))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("no GPU runtime available to Docker for job test/gpu")
+    assert "NVIDIA Container Toolkit" in message and "--engine native" in message
+    assert "could not select device driver" in message
+
+
+@pytest.mark.docker
+def test_missing_image_is_one_clear_line(client, tmp_path: Path) -> None:
+    engine = DockerEngine("rev88/does-not-exist:never", client=client)
+    with pytest.raises(BundleError, match=r"^image rev88/does-not-exist:never not found .*make image"):
+        engine.run(JobSpec(name="test/missing", argv=("true",), workdir=tmp_path, gpu=False))
+    assert client.containers.list(all=True, filters={"label": JOB_LABEL}) == []

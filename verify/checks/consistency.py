@@ -1,0 +1,34 @@
+"""Consistency across records: configuration, software, hardware, workspace config.
+
+The configuration appears in two key orders in the evidence (protocol order and the
+learner's metadata order, spec 2.1); equality here is equality of the mappings, while
+``config.json`` itself must also keep the protocol order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from verify.result import CheckResult, check_equal, check_true
+
+PROTOCOL_CONFIG_ORDER = ("alpha", "batch_size", "momentum", "weight_decay", "seed", "depth", "epochs",
+                         "learning_rate")
+FROZEN_CONFIG = {"alpha": 0.5, "batch_size": 128, "momentum": 0.9, "weight_decay": 0.0, "seed": 11, "depth": 2,
+                 "epochs": 2, "learning_rate": 0.1}
+WORKSPACES = {"baseline": ":4096:8", "small-workspace": ":16:8", "zero-workspace": ":0:0"}
+
+
+def check_config(config: object, *, subject: str, reference: dict | None = None) -> CheckResult:
+    """A recorded configuration equals the frozen one (as a mapping)."""
+    ref = FROZEN_CONFIG if reference is None else reference
+    return check_equal("consistency.config", subject, config, ref, what="configuration")
+
+
+def check_same(check_id: str, items: Iterable[tuple[str, object]], *, what: str) -> CheckResult:
+    """All (subject, value) pairs carry the same value."""
+    pairs = list(items)
+    values = [v for _, v in pairs]
+    distinct = [v for i, v in enumerate(values) if v not in values[:i]]
+    return check_true(check_id, ", ".join(s for s, _ in pairs[:3]) + (" ..." if len(pairs) > 3 else ""),
+                      len(distinct) <= 1, f"{what} differs between records: {distinct[:3]!r}",
+                      recomputed=distinct[0] if len(distinct) == 1 else distinct)

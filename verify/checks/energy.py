@@ -1,0 +1,190 @@
+"""Energy checks: every figure recomputed from the raw NVML stamps (spec section 5).
+
+A stamp is ``{energy_mj (cumulative integer mJ), time_s (midpoint), query_latency_s}``; an
+interval is derived from two stamps; a trial from its three intervals and its invocation
+count. Summaries (mean and sample SD over trials) are recomputed with numpy and compared
+within :data:`verify.checks.FLOAT_REL_TOL` because the original mixed ``statistics`` and numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
+from verify.records import get, get_float, get_int, get_list
+from verify.result import CheckResult, check_close, check_equal, check_true
+
+PER_TASK_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task", "wall_ms_per_task")
+MIN_IDLE_S = 2.9
+"""Shortest acceptable idle window (the protocol sleeps 3 s; the original verifier used 2.9 s)."""
+SETTLE_S = 3
+CUDA_WALL_RATIO = (0.7, 1.3)
+"""Plausibility band for cuda_ms / wall_ms per task (as the original verifier)."""
+
+
+def _close(cid: str, subject: str, recorded: Any, value: float, what: str) -> CheckResult:
+    return check_close(cid, subject, recorded, value, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL, what=what)
+
+
+def check_interval(interval: dict, *, subject: str, where: str, kind: str) -> list[CheckResult]:
+    """Recompute one interval (``duration_s``, ``energy_j``, ``average_power_w``) from its two stamps.
+
+    Args:
+        interval: ``{start, end, duration_s, energy_j, average_power_w[, settle_seconds]}``.
+        subject: e.g. ``"compare/workspace-16-8 trial 0 active"``.
+        where: file for error lines.
+        kind: ``"idle"`` or ``"active"``.
+    """
+    start_mj = get_int(interval, "start.energy_mj", where)
+    end_mj = get_int(interval, "end.energy_mj", where)
+    t0 = get_float(interval, "start.time_s", where)
+    t1 = get_float(interval, "end.time_s", where)
+    get_float(interval, "start.query_latency_s", where)
+    get_float(interval, "end.query_latency_s", where)
+    duration = t1 - t0
+    energy_j = (end_mj - start_mj) / 1000.0
+    out = [
+        check_true("energy.interval.order", subject, duration > 0 and energy_j >= 0,
+                   f"stamps not increasing: duration {duration!r} s, energy {energy_j!r} J",
+                   recomputed=[duration, energy_j]),
+        _close("energy.interval.duration_s", subject, interval.get("duration_s"), duration, "duration_s"),
+        _close("energy.interval.energy_j", subject, interval.get("energy_j"), energy_j, "energy_j"),
+    ]
+    if duration > 0:
+        out.append(_close("energy.interval.average_power_w", subject, interval.get("average_power_w"),
+                          energy_j / duration, "average_power_w"))
+    if kind == "idle":
+        out.append(check_true("energy.interval.idle_length", subject, duration >= MIN_IDLE_S,
+                              f"idle window {duration:.3f} s is shorter than {MIN_IDLE_S} s", recomputed=duration))
+        out.append(check_equal("energy.interval.settle_seconds", subject, get(interval, "settle_seconds", None, where),
+                               SETTLE_S, what="settle_seconds"))
+    return out
+
+
+def recompute_trial(trial: dict, where: str) -> dict[str, float]:
+    """Per-task figures of one trial from its raw stamps (spec 5 step 5).
+
+    Returns:
+        ``paired_idle_w``, ``idle_adjusted_mj_per_task``, ``unadjusted_mj_per_task``,
+        ``wall_ms_per_task`` (floats).
+    """
+    invocations = get_int(trial, "invocations", where)
+
+    def interval(name: str) -> tuple[float, float]:
+        dur = get_float(trial, f"{name}.end.time_s", where) - get_float(trial, f"{name}.start.time_s", where)
+        joules = (get_int(trial, f"{name}.end.energy_mj", where) - get_int(trial, f"{name}.start.energy_mj", where)) / 1000.0
+        return dur, joules
+
+    idle_b, idle_a, active = interval("idle_before"), interval("idle_after"), interval("active")
+    paired = (idle_b[1] / idle_b[0] + idle_a[1] / idle_a[0]) / 2.0
+    adjusted_j = active[1] - paired * active[0]
+    return {
+        "paired_idle_w": paired,
+        "idle_adjusted_mj_per_task": adjusted_j * 1000.0 / invocations,
+        "unadjusted_mj_per_task": active[1] * 1000.0 / invocations,
+        "wall_ms_per_task": active[0] * 1000.0 / invocations,
+    }
+
+
+def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: str) -> list[CheckResult]:
+    """All checks of one trial: intervals, ordering, and the four per-task figures."""
+    sub = f"{subject} trial {index}"
+    out = [check_equal("energy.trial.index", sub, get(trial, "trial", None, where), index, what="trial index"),
+           check_equal("energy.trial.invocations", sub, get(trial, "invocations", None, where), repeats,
+                       what="invocations = repeats_per_trial")]
+    for name, kind in (("idle_before", "idle"), ("active", "active"), ("idle_after", "idle")):
+        out += check_interval(get(trial, name, dict, where), subject=f"{sub} {name}", where=where, kind=kind)
+    ib_end = get_float(trial, "idle_before.end.time_s", where)
+    a0 = get_float(trial, "active.start.time_s", where)
+    a1 = get_float(trial, "active.end.time_s", where)
+    ia0 = get_float(trial, "idle_after.start.time_s", where)
+    out.append(check_true("energy.trial.window_order", sub, ib_end <= a0 < a1 <= ia0,
+                          "windows overlap: need idle_before.end <= active.start < active.end <= idle_after.start",
+                          recomputed=[ib_end, a0, a1, ia0]))
+    figures = recompute_trial(trial, where)
+    for key, value in figures.items():
+        out.append(_close(f"energy.trial.{key}", sub, trial.get(key), value, key))
+    cuda = get_float(trial, "cuda_ms_per_task", where)
+    ratio = cuda / figures["wall_ms_per_task"] if figures["wall_ms_per_task"] > 0 else math.inf
+    out.append(check_true("energy.trial.cuda_wall_ratio", sub, CUDA_WALL_RATIO[0] < ratio < CUDA_WALL_RATIO[1],
+                          f"cuda_ms/wall_ms = {ratio:.3f} outside {CUDA_WALL_RATIO}: the CUDA events and the "
+                          "stamps do not describe the same window", recomputed=ratio))
+    return out
+
+
+def summarise(values: list[float]) -> dict[str, Any]:
+    """Mean and sample SD (ddof 1) with numpy, as the analyzers did."""
+    arr = np.asarray(values, dtype=np.float64)
+    return {"mean": float(arr.mean()), "sample_sd": float(arr.std(ddof=1)) if arr.size > 1 else math.nan,
+            "values": [float(v) for v in arr]}
+
+
+def check_energy_block(energy: dict, *, subject: str, where: str, trials_expected: int = 3) -> list[CheckResult]:
+    """Check an energy object (spec 5 output keys): calibration, trials, summary.
+
+    Returns verdicts whose ``energy.summary.<key>.mean`` / ``.sample_sd`` recomputed values
+    are the verified figures reports use.
+    """
+    out: list[CheckResult] = []
+    calibration = get_float(energy, "calibration_ms", where)
+    repeats = get_int(energy, "repeats_per_trial", where)
+    expected_repeats = max(1, min(1000, math.ceil(5000.0 / calibration)))
+    out.append(check_equal("energy.repeats_per_trial", subject, repeats, expected_repeats,
+                           what="repeats = max(1, min(1000, ceil(5000 / calibration_ms)))"))
+    trials = get_list(energy, "trials", where)
+    out.append(check_equal("energy.trial_count", subject, len(trials), trials_expected, what="trial count"))
+    for i, trial in enumerate(trials):
+        out += check_trial(trial, index=i, repeats=repeats, subject=subject, where=f"{where}: trials.{i}")
+    for key in PER_TASK_KEYS:
+        values = [get_float(t, key, f"{where}: trials.{i}") for i, t in enumerate(trials)]
+        recorded = get(energy, f"summary.{key}", dict, where)
+        rec_values = get_list(recorded, "values", where)
+        out.append(check_equal(f"energy.summary.{key}.values", subject, rec_values, values,
+                               what="summary values = trial values"))
+        if len(values) >= 2:
+            s = summarise(values)
+            out.append(_close(f"energy.summary.{key}.mean", subject, recorded.get("mean"), s["mean"], "mean"))
+            out.append(_close(f"energy.summary.{key}.sample_sd", subject, recorded.get("sample_sd"), s["sample_sd"],
+                              "sample SD (ddof 1)"))
+    for flag in ("repeat_predictions_equal", "repeat_state_hashes_equal"):
+        out.append(check_equal(f"energy.{flag}", subject, get(energy, flag, None, where), True, what=flag))
+    return out
+
+
+def check_summary_copy(copy: dict, energy: dict, *, subject: str, where: str) -> list[CheckResult]:
+    """A summary copied elsewhere (e.g. the original's summary.json) equals the recomputed one."""
+    out = []
+    trials = get_list(energy, "trials", where)
+    for key in PER_TASK_KEYS:
+        s = summarise([get_float(t, key, where) for t in trials])
+        out.append(_close(f"energy.summary_copy.{key}.mean", subject, get(copy, f"{key}.mean", None, where),
+                          s["mean"], "mean"))
+        out.append(_close(f"energy.summary_copy.{key}.sample_sd", subject, get(copy, f"{key}.sample_sd", None, where),
+                          s["sample_sd"], "sample SD"))
+    return out
+
+
+def parse_pci(bus_id: str) -> tuple[int, int, int, int]:
+    """``domain:bus:device.function`` (hex) -> integers; '.' and ':' both accepted as separators."""
+    parts = bus_id.replace(".", ":").split(":")
+    if len(parts) != 4:
+        raise ValueError(f"not a PCI bus id: {bus_id!r}")
+    return tuple(int(p, 16) for p in parts)  # type: ignore[return-value]
+
+
+def check_hardware(hardware: dict, *, subject: str, where: str) -> list[CheckResult]:
+    """NVML handle chosen by the CUDA device's PCI bus id; memory recorded."""
+    cuda_id = get(hardware, "cuda_pci_bus_id", str, where)
+    nvml_id = get(hardware, "nvml_pci_bus_id", str, where)
+    try:
+        same = parse_pci(cuda_id) == parse_pci(nvml_id)
+    except ValueError as exc:
+        return [check_true("energy.hardware.pci_identity", subject, False, str(exc))]
+    return [check_true("energy.hardware.pci_identity", subject, same,
+                       f"CUDA PCI id {cuda_id} and NVML PCI id {nvml_id} name different devices",
+                       recorded=[cuda_id, nvml_id]),
+            check_true("energy.hardware.total_memory_bytes", subject,
+                       get_int(hardware, "total_memory_bytes", where) > 0, "total_memory_bytes is not positive")]
