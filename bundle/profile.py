@@ -220,7 +220,7 @@ def csv_lines(output: str) -> list[str]:
     return [line.rstrip("\r") for line in output.splitlines() if line.startswith('"')]
 
 
-def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = HIT_RATE_MAX_PERCENT) -> CounterRows:
+def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = None) -> CounterRows:
     """Parse ncu's ``--csv --page raw`` output and keep its single range result.
 
     Layout: a header row (``"ID","Process ID",…,"Kernel Name",…`` then one column per
@@ -230,10 +230,11 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = HIT_RAT
 
     Args:
         output: ncu's stdout (and stderr), or just the CSV lines.
-        hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct`` (the original
-            required ≤ 100); ``None`` keeps any value. ncu 2025.3.1 printed 100.24 for an
-            L2-resident matmul on the H200 (``tests/recorded/ncu/h200-tiny-matmul.csv``), so
-            the phase records such values with a flag rather than failing.
+        hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct``; ``None``
+            (default) keeps any value. The original required ≤ 100
+            (:data:`HIT_RATE_MAX_PERCENT`), but ncu 2025.3.1 printed 100.24 for an L2-resident
+            matmul on the H200 (``tests/recorded/ncu/h200-tiny-matmul.csv``), so the phase
+            records such values with a flag rather than failing.
 
     Returns:
         The :class:`CounterRows` of the one range.
@@ -290,7 +291,7 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = HIT_RAT
     if hit_rate_limit_percent is not None and hit_rate > hit_rate_limit_percent:
         raise BundleError(
             f"{L2_HIT_RATE} is {metrics[L2_HIT_RATE].raw_value} %, above {hit_rate_limit_percent:g} %: "
-            "the output is corrupt (or parse with hit_rate_limit_percent=None to keep it flagged)"
+            "refused by the requested bound"
         )
     attributes = {name: result[name] for name in DEVICE_ATTRIBUTES if result.get(name, "").strip()}
     attribute_units = {name: units[name] for name in attributes}

@@ -65,9 +65,10 @@ def register(app: typer.Typer) -> None:
             saved = (f"{red['peak_allocated_bytes_saved']:,} ({red['peak_allocated_reduction_percent']:.2f} %)"
                      if red else "-")
             ms = cfg["first_invocation_cuda_ms"]
-            table.add_row(f"{cfg['workspace']} {cfg['role']}", f"{mem.get('peak_allocated_bytes', 0):,}",
-                          f"{mem.get('peak_allocated_mib', 0):.4f}", f"{mem.get('live_allocated_bytes', 0):,}",
-                          f"{mem.get('peak_reserved_bytes', 0):,}", f"{mem.get('unnamed_live_allocated_bytes', 0):,}",
+            num = {k: (f"{v:,}" if isinstance(v, int) else f"{v:.4f}") for k, v in mem.items()}
+            table.add_row(f"{cfg['workspace']} {cfg['role']}", num.get("peak_allocated_bytes", "-"),
+                          num.get("peak_allocated_mib", "-"), num.get("live_allocated_bytes", "-"),
+                          num.get("peak_reserved_bytes", "-"), num.get("unnamed_live_allocated_bytes", "-"),
                           saved, "-" if ms is None else f"{ms:.2f}",
                           "-" if cfg["memory_audit"] is None else ("ok" if cfg["memory_audit"]["passed"] else "FAIL"))
         Console().print(table)

@@ -232,7 +232,7 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     archive.atomic_write_bytes(workdir / f"{run.name}.ncu-output.txt", output.encode())
     counters.check_ncu_exit(f"profile {run.name}; output kept in {workdir / (run.name + '.ncu-output.txt')}",
                        result.exit_code, output)
-    rows = counters.parse_raw_csv(output, hit_rate_limit_percent=None)
+    rows = counters.parse_raw_csv(output)
     if not report_path.is_file():
         raise BundleError(f"ncu wrote no report {report_path} ({run.name}): check --export and the folder")
     fixture = archive.read_json_gz(fixture_out)

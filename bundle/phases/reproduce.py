@@ -36,8 +36,8 @@ QUALIFY_WORKSPACE = ":16:8"  # the cache audit's qualification ran under :16:8 (
 PROBE_MARK = "REV88-PROBE "
 PROBE_CODE = (
     "import json; from bundle import hostinfo; "
-    "print(%r + json.dumps({'hardware': hostinfo.hardware_record(), 'software': hostinfo.software_record()}))"
-    % PROBE_MARK
+    "record = {'hardware': hostinfo.hardware_record(), 'software': hostinfo.software_record()}; "
+    f"print({PROBE_MARK!r} + json.dumps(record))"
 )
 
 
@@ -105,7 +105,8 @@ def probe(engine: Engine, *, run_dir: Path, gpu: bool) -> dict[str, Any]:
             return json.loads(line[len(PROBE_MARK):])
     raise BundleError(
         f"the probe job failed (exit {result.exit_code}: {result.last_error_line()}) in {run_dir}: "
-        "check that the engine's Python has the bundle installed (the docker engine needs `make image`)"
+        "check that the engine's Python has the bundle and torch installed "
+        "(the docker engine needs the GPU image: `make image`)"
     )
 
 

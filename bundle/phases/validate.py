@@ -90,8 +90,8 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
         run_dir: the run archive folder.
         engine: runs each job in a fresh process.
         force: replace an already completed ``validate`` phase.
-        device: ``cuda`` (protocol) or ``cpu`` (diagnostic: no CUDA replay check; late CUDA
-            initialisation simulated).
+        device: ``cuda`` (protocol) or ``cpu`` (diagnostic: the replay check runs eagerly; late
+            CUDA initialisation is simulated).
         on_line: receives every job output line.
         on_job: called with each job name before it starts.
 
@@ -180,9 +180,9 @@ def build_record(worker: Mapping[str, Any], cli: Mapping[str, Any], cli_predicti
     numerical = worker["numerical_validation"]
     selftest = worker["cpu_reconstruction_selftest"]
     selftest_passed = all(case.get("passed") for case in selftest)
-    numerical_passed = bool(numerical and numerical.get("passed")) if device == "cuda" else None
+    numerical_passed = bool(numerical and numerical.get("passed"))
     return {
-        "passed": bool(smoke["passed"] and selftest_passed and (numerical_passed or device != "cuda")),
+        "passed": bool(smoke["passed"] and selftest_passed and numerical_passed),
         "finished_at_utc": archive.utc_now(),
         "device": device,
         "gpu": worker["hardware"].get("name"),
@@ -237,7 +237,7 @@ def worker_main(input_path: Path, config_path: Path, output: Path, device: str) 
     if device == "cuda":
         torch.cuda.init()
     fixture.check_workspace_unchanged(workspace)
-    numerical = learner.validate_cuda_replay() if device == "cuda" else None
+    numerical = learner.validate_cuda_replay(device=device)
     selftest = learner.cpu_reconstruction_selftest()
     fixture.check_workspace_unchanged(workspace)
     task = learner.prepare_task(inputs["train_images"], inputs["train_labels"], inputs["test_images"], config,

@@ -63,7 +63,7 @@ def test_normalise_rejects_an_inconsistent_recorded_value() -> None:
 @pytest.mark.parametrize("csv_path", RECORDED_CSVS, ids=[c.name for c in RECORDED_CSVS])
 def test_recorded_csv_parses_to_one_range(csv_path: Path) -> None:
     expected = _expected(csv_path)
-    limit = expected.get("hit_rate_limit_percent", p.HIT_RATE_MAX_PERCENT)
+    limit = expected.get("hit_rate_limit_percent", p.HIT_RATE_MAX_PERCENT)  # strict unless stated
     text = csv_path.read_text()
     rows = p.parse_raw_csv(text, hit_rate_limit_percent=limit)
     assert rows.range_name == p.RANGE_KERNEL_NAME
@@ -112,7 +112,8 @@ def test_h200_hit_rate_above_100_is_refused_by_the_original_bound() -> None:
     if not h200.is_file():
         pytest.skip("no H200 recording")
     with pytest.raises(BundleError, match="above 100 %"):
-        p.parse_raw_csv(h200.read_text())
+        p.parse_raw_csv(h200.read_text(), hit_rate_limit_percent=p.HIT_RATE_MAX_PERCENT)
+    assert p.parse_raw_csv(h200.read_text()).metrics[p.L2_HIT_RATE].value == 100.24  # kept by default
 
 
 def test_cross_check_is_skipped_not_passed_without_ncu_report(monkeypatch: pytest.MonkeyPatch,
@@ -169,7 +170,7 @@ def test_malformed_csv_is_rejected(old: str, new: str, message: str) -> None:
     text = HANDWRITTEN.read_text()
     assert old in text
     with pytest.raises(BundleError, match=message):
-        p.parse_raw_csv(text.replace(old, new, 1))
+        p.parse_raw_csv(text.replace(old, new, 1), hit_rate_limit_percent=p.HIT_RATE_MAX_PERCENT)
 
 
 def test_row_of_another_width_is_rejected() -> None:

@@ -1,0 +1,139 @@
+"""Tests for the qualify phase and `rev88 qualify` (real draws, real learner, CPU)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from bundle import archive
+from bundle.cli import app
+from bundle.data import array_sha256
+from bundle.errors import BundleError
+from bundle.phases import qualify
+from tests.conftest import ORIGINAL_ARCHIVE
+
+runner = CliRunner()
+FROZEN_ACCURACY = json.loads((ORIGINAL_ARCHIVE / "accuracy.json").read_text())
+
+
+def test_parse_draws():
+    assert qualify.parse_draws("0-10") == list(range(11))
+    assert qualify.parse_draws("4") == [4]
+    assert qualify.parse_draws("3, 0,1-2") == [0, 1, 2, 3]
+    for bad in ("11", "a", "0-12", "-1", ""):
+        with pytest.raises(BundleError):
+            qualify.parse_draws(bad)
+
+
+def test_bad_cli_options_give_one_line(tmp_path):
+    for args in (["--draws", "12"], ["--device", "tpu", "--draws", "0"]):
+        result = runner.invoke(app, ["qualify", "--out", str(tmp_path / "run"), *args])
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("rev88: error: ")
+
+
+def test_protocol_constants_agree_with_the_learner():
+    from bundle import learner
+
+    assert qualify.PROTOCOL_CONFIG == learner.FROZEN_CONFIG
+    assert list(qualify.PROTOCOL_CONFIG) == list(learner.FROZEN_CONFIG)
+    assert qualify.STATE_HASH_KEYS == learner.STATE_HASH_KEYS
+
+
+class _FailOn:
+    """Wraps the real runner; raises on one draw (a crash in the middle of the phase)."""
+
+    def __init__(self, fail_on: int) -> None:
+        self.inner = qualify.InProcessRunner("cpu")
+        self.fail_on = fail_on
+        self.calls: list[int] = []
+
+    def __call__(self, draw_index, inputs):
+        self.calls.append(draw_index)
+        if draw_index == self.fail_on:
+            raise BundleError("simulated crash")
+        return self.inner(draw_index, inputs)
+
+
+class _Perturbed(qualify.InProcessRunner):
+    """The real runner, but one prediction is changed afterwards (a non-reproducing learner)."""
+
+    def __call__(self, draw_index, inputs):
+        predictions, metadata, extra = super().__call__(draw_index, inputs)
+        predictions[0] = (predictions[0] + 1) % 10
+        return predictions, {**metadata, "predictions_sha256": array_sha256(predictions)}, extra
+
+
+def test_resume_scoring_and_mismatch_detection(tmp_path):
+    run_dir = tmp_path / "run"
+    crashing = _FailOn(1)
+    with pytest.raises(BundleError, match="simulated crash"):
+        qualify.run_qualification(run_dir, draws=[0, 1], runner=crashing)
+    staging = run_dir / ".staging" / "qualify"
+    assert (staging / "draw-00.json.gz").is_file() and not (staging / "accuracy.json.gz").exists()
+    assert not (run_dir / "qualify").exists()
+
+    statuses: list[tuple[int, str]] = []
+    result = qualify.run_qualification(run_dir, draws=[0, 1], device="cpu",
+                                       on_draw=lambda i, s: statuses.append((i, s)))
+    assert statuses == [(0, "resumed"), (1, "start"), (1, "done")]
+    assert result["all_predictions_equal_frozen"]
+    accuracy = archive.read_json_gz(run_dir / "qualify" / "accuracy.json.gz")
+    assert [r["correct"] for r in accuracy["rows"]] == [8887, 8916]
+    assert accuracy["required_correct"] == 17600 and not accuracy["complete_protocol"]
+    assert np.array(accuracy["rows"][0]["confusion_matrix"]).sum() == 10000
+    manifest = archive.RunArchive(run_dir).read_manifest()
+    assert "qualify/accuracy.json.gz" in [f["path"] for f in manifest["files"]]
+
+    other = qualify.run_qualification(tmp_path / "other", draws=[0], runner=_Perturbed("cpu"))
+    record = other["records"][0]
+    assert not other["all_predictions_equal_frozen"]
+    assert not record["frozen_comparison"]["predictions_sha256_equal"]
+    assert record["frozen_comparison"]["initial_parameter_sha256_equal"]
+
+
+def test_scorer_refuses_missing_predictions(tmp_path):
+    with pytest.raises(BundleError, match="predictions missing"):
+        qualify.score_predictions(tmp_path, [0])
+    np.save(tmp_path / "draw-00.predictions.npy", np.zeros(10000, dtype=np.int32))
+    with pytest.raises(BundleError, match="not int64"):
+        qualify.score_predictions(tmp_path, [0])
+
+
+@pytest.mark.slow
+def test_full_cpu_qualification_reproduces_the_frozen_predictions(tmp_path):
+    started = time.perf_counter()
+    result = runner.invoke(app, ["qualify", "--device", "cpu", "--out", str(tmp_path / "run")])
+    seconds = time.perf_counter() - started
+    print(f"CPU qualification of 11 draws: {seconds:.1f} s wall")
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "run" / "qualify"
+    accuracy = archive.read_json_gz(folder / "accuracy.json.gz")
+    assert accuracy["correct"] == FROZEN_ACCURACY["correct"] == 98208
+    assert accuracy["sample_sd_pp"] == pytest.approx(FROZEN_ACCURACY["sample_sd_pp"], rel=1e-12)
+    assert accuracy["error_percent"] == FROZEN_ACCURACY["error_percent"]
+    assert accuracy["meets_12_percent_error_target"] and accuracy["frozen_comparison"]["correct_equal"]
+    for i in range(11):
+        frozen = json.loads((ORIGINAL_ARCHIVE / "results" / f"draw-{i:02d}.json").read_text())["metadata"]
+        record = archive.read_json_gz(folder / f"draw-{i:02d}.json.gz")
+        predictions = np.load(folder / f"draw-{i:02d}.predictions.npy", allow_pickle=False)
+        assert array_sha256(predictions) == record["predictions_sha256"] == frozen["predictions_sha256"]
+        assert record["initial_parameter_sha256"] == frozen["initial_parameter_sha256"]
+        assert record["epoch_permutation_sha256"] == frozen["epoch_permutation_sha256"]
+        assert all(v for k, v in record["frozen_comparison"].items() if k.endswith("_equal") and k != "input_hashes_equal")
+        assert accuracy["rows"][i]["test_labels_sha256"] == FROZEN_ACCURACY["rows"][i]["test_labels_sha256"]
+    again = runner.invoke(app, ["qualify", "--device", "cpu", "--out", str(tmp_path / "run")])
+    assert again.exit_code == 2 and "already complete" in again.stderr
+
+
+@pytest.mark.gpu
+def test_cuda_qualification_of_draw0(tmp_path):
+    result = qualify.run_qualification(tmp_path / "run", device="cuda", draws=[0])
+    record = result["records"][0]
+    print(json.dumps(record["timing"]))
+    assert record["frozen_comparison"]["predictions_sha256_equal"]
+    assert result["accuracy"]["rows"][0]["correct"] == 8887
