@@ -38,6 +38,7 @@ from bundle.jobs import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE, JobResult, JobSpe
 JOB_LABEL = "org.rev88.bundle.job"
 DEFAULT_IMAGE = "rev88/gpu:local"  # what `make image` tags; override with $REV88_GPU_IMAGE or --image
 IMAGE_ENV = "REV88_IMAGE_REFERENCE"
+STREAM_DRAIN_S = 10.0  # how long the attached stream may lag behind the container's exit
 NO_GPU_RUNTIME_MARKERS = ("could not select device driver", "nvidia-container-cli", "unknown or invalid runtime")
 
 
@@ -209,6 +210,12 @@ class DockerEngine:
         try:
             try:
                 container = client.containers.create(**options)
+                # Attach before start (as the docker CLI does), so no early output is lost.
+                stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+                out, err = _BoundedText(self.output_limit_bytes), _BoundedText(self.output_limit_bytes)
+                lock = threading.Lock()
+                pump = threading.Thread(target=self._pump, args=(stream, out, err, on_line, lock), daemon=True)
+                pump.start()
                 container.start()
             except docker.errors.ImageNotFound:
                 raise BundleError(
@@ -217,12 +224,10 @@ class DockerEngine:
                 ) from None
             except docker.errors.APIError as exc:
                 raise self._start_error(spec, exc) from None
-            out, err = _BoundedText(self.output_limit_bytes), _BoundedText(self.output_limit_bytes)
-            lock = threading.Lock()
-            pump = threading.Thread(target=self._pump, args=(container, out, err, on_line, lock), daemon=True)
-            pump.start()
             exit_code, timed_out = self._wait(container, spec.timeout_s)
-            pump.join(timeout=30)
+            pump.join(timeout=STREAM_DRAIN_S)
+            if pump.is_alive():  # the stream did not end: take the daemon's log instead
+                out, err = self._logs(container, out, err)
             if timed_out:
                 err.add(f"job {spec.name} timed out after {spec.timeout_s:g} s; its container was killed\n")
             return JobResult(
@@ -251,7 +256,7 @@ class DockerEngine:
 
     @staticmethod
     def _pump(
-        container: Any,
+        stream: Any,
         out: _BoundedText,
         err: _BoundedText,
         on_line: Callable[[str], None] | None,
@@ -259,7 +264,7 @@ class DockerEngine:
     ) -> None:
         splitters = (_LineSplitter(out, on_line, lock), _LineSplitter(err, on_line, lock))
         try:
-            for chunk_out, chunk_err in container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True):
+            for chunk_out, chunk_err in stream:
                 if chunk_out:
                     splitters[0].feed(chunk_out)
                 if chunk_err:
@@ -269,6 +274,18 @@ class DockerEngine:
         finally:
             for splitter in splitters:
                 splitter.feed(b"", final=True)
+
+    def _logs(self, container: Any, out: _BoundedText, err: _BoundedText) -> tuple[_BoundedText, _BoundedText]:
+        """Both streams as the daemon logged them (fallback when the attached stream hangs)."""
+        texts = []
+        for streams in ({"stdout": True, "stderr": False}, {"stdout": False, "stderr": True}):
+            text = _BoundedText(self.output_limit_bytes)
+            try:
+                text.add(container.logs(**streams).decode("utf-8", "replace"))
+            except Exception:
+                return out, err
+            texts.append(text)
+        return texts[0], texts[1]
 
     @staticmethod
     def _wait(container: Any, timeout_s: float) -> tuple[int, bool]:

@@ -21,7 +21,7 @@ for phase in $PHASES; do
     energy-original)    $REV88 energy --out "$RUN_DIR" --protocol original --record-nvml ;;
     energy-interleaved) $REV88 energy --out "$RUN_DIR" --protocol interleaved --record-nvml ${ENERGY_ARGS:-} ;;
     gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests} ;;
-    bench)    python3 benchmarks/learner_bench.py ${BENCH_ARGS:-} ;;
+    bench)    python3 benchmarks/learner_bench.py --device cuda && python3 benchmarks/workspace_bench.py ;;
     *) echo "unknown phase $phase"; false ;;
   esac 2>&1 | tee "$LOGS/$phase.log"
   rc=${PIPESTATUS[0]}

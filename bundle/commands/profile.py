@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
         raw_dir: Annotated[Path | None, typer.Option(
             "--raw-dir", help="keep ncu's uncompressed outputs here (default: a scratch folder, removed)")] = None,
         force: Annotated[bool, typer.Option("--force", help="replace a completed profile phase")] = False,
+        keep_reports: Annotated[str, typer.Option(
+            "--keep-reports", help="first: store the .ncu-rep of repeat 0 of each profile (all are "
+                                   "cross-checked and hashed); all: store every report")] = "first",
     ) -> None:
         """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""
         from rich.console import Console  # noqa: PLC0415
@@ -47,7 +50,7 @@ def register(app: typer.Typer) -> None:
                 progress.update(bar, completed=index, description=f"ncu {run.name}")
 
             summary = run_profile(out, engine=SubprocessEngine(), repeats=repeats, ncu=ncu, raw_dir=raw_dir,
-                                  force=force, on_run=on_run)
+                                  force=force, on_run=on_run, keep_reports=keep_reports)
             progress.update(bar, completed=total)
         table = Table(title=f"profile (ncu {summary['ncu_version']}, mean ± sample SD over {repeats} repeats)")
         for column in ("profile", "DRAM read B/seq", "DRAM write B/seq", "L2 read B/seq", "L2 write B/seq", "hit %"):

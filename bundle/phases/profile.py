@@ -85,6 +85,13 @@ def plan_runs(repeats: int) -> list[ProfileRun]:
     return [ProfileRun(ws, scope, r) for r in range(repeats) for ws in WORKSPACE_CONFIGS for scope in SCOPES]
 
 
+def _not_stored(path: Path, reason: str) -> dict[str, Any]:
+    """Describe a file that was produced and checked but deliberately not stored."""
+    data = path.read_bytes()
+    return {"path": None, "sha256": None, "content_sha256": hashlib.sha256(data).hexdigest(),
+            "content_size_bytes": len(data), "stored": False, "reason": reason}
+
+
 def _stored(stage: archive.PhaseStage, rel: str, data: bytes, *, gz: bool = True) -> dict[str, Any]:
     """Store *data* (gzipped when *gz*, else as given) and describe it as the manifest does.
 
@@ -207,8 +214,14 @@ def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counte
 
 
 def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, ncu_path: str, workdir: Path,
-                 inputs: tuple[Path, Path], on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 inputs: tuple[Path, Path], on_line: Callable[[str], None] | None = None,
+                 keep_report: bool = True) -> dict[str, Any]:
     """Run one ``ncu`` profile of the fixture, check it, store its files and its record.
+
+    With ``keep_report=False`` the ``.ncu-rep`` is still cross-checked against the CSV, and its
+    sha256 and size are recorded, but the file itself is not stored (a task-scope report is tens
+    of MB; keeping one report per profile keeps an archive well under 50 MB). The verifier
+    reports such a file as unavailable, never as passed.
 
     The run's record (``<name>.json.gz``) is written last, so its presence means the run is
     complete (a resumed phase skips it).
@@ -243,7 +256,9 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     files = {
         "csv": _stored(stage, f"{run.name}.csv.gz", csv_text.encode()),
         "ncu_output": _stored(stage, f"{run.name}.ncu-output.txt.gz", output.encode()),
-        "ncu_report": _stored(stage, f"{run.name}.ncu-rep.gz", report_path.read_bytes()),
+        "ncu_report": (_stored(stage, f"{run.name}.ncu-rep.gz", report_path.read_bytes()) if keep_report
+                       else _not_stored(report_path, "not stored to keep the archive lean: one report per "
+                                        "profile is kept (repeat 0); this one was cross-checked at run time")),
         "fixture_record": _stored(stage, f"{run.name}.fixture.json.gz", fixture_out.read_bytes(), gz=False),
     }
     if predictions.is_file():
@@ -299,7 +314,7 @@ def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]
 def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEATS, ncu: str | None = None,
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
-                on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+                on_line: Callable[[str], None] | None = None, keep_reports: str = "first") -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
     Args:
@@ -314,6 +329,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         mnist_dir: raw MNIST folder (default: the data module's).
         on_run: called ``(run, index, total)`` before each run (progress display).
         on_line: receives each output line of each job.
+        keep_reports: ``"first"`` stores the ``.ncu-rep`` of repeat 0 of each profile (every
+            report is still cross-checked and hashed), ``"all"`` stores every report.
 
     Returns:
         The ``profiles.json.gz`` record.
@@ -321,6 +338,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     Raises:
         BundleError: bad repeats, ncu not found or failing, or any check of a run.
     """
+    if keep_reports not in ("first", "all"):
+        raise BundleError(f"--keep-reports must be 'first' or 'all' (got {keep_reports!r})")
     runs = plan_runs(repeats)
     started = time.monotonic()
     run_archive = archive.RunArchive(run_dir)
@@ -343,7 +362,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 resumed.append(run.name)
                 continue
             records[run.name] = profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
-                                             inputs=inputs, on_line=on_line)
+                                             inputs=inputs, on_line=on_line,
+                                             keep_report=keep_reports == "all" or run.repeat_index == 0)
         summary = {
             "schema_version": archive.SCHEMA_VERSION,
             "draw": DRAW_INDEX,

@@ -106,9 +106,13 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
     assert record["env"] == {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "REV88_ENGINE": "native"}
     assert record["ncu_report_cross_check"] == {"status": "skipped", "reason": "ncu_report withheld by the test"}
     assert p.audit_profile_command(record["command"]) == []
-    stored = gzip.decompress((folder / record["files"]["ncu_report"]["path"]).read_bytes())
+    # Only repeat 0 keeps its report file (default --keep-reports first); later repeats keep its hash.
+    assert record["files"]["ncu_report"]["path"] is None and record["files"]["ncu_report"]["stored"] is False
+    assert record["files"]["ncu_report"]["content_sha256"] == hashlib.sha256(b"fake report training").hexdigest()
+    first = archive.read_json_gz(folder / "workspace-16-8-training-r00.json.gz")
+    stored = gzip.decompress((folder / first["files"]["ncu_report"]["path"]).read_bytes())
     assert stored == b"fake report training"
-    assert record["files"]["ncu_report"]["content_sha256"] == hashlib.sha256(stored).hexdigest()
+    assert first["files"]["ncu_report"]["content_sha256"] == hashlib.sha256(stored).hexdigest()
     csv_text = gzip.decompress((folder / record["files"]["csv"]["path"]).read_bytes()).decode()
     assert p.parse_raw_csv(csv_text).metric_rows() == record["metric_rows"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
