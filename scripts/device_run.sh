@@ -9,7 +9,7 @@ RUN_ID=${RUN_ID:-h200-run}
 RUN_DIR=${RUN_DIR:-/tmp/$RUN_ID}
 PHASES=${PHASES:-"validate compare qualify profile"}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-REV88="python3 -m bundle.cli"
+REV88="timeout -k 10 ${PHASE_TIMEOUT:-3000} python3 -m bundle.cli"
 status=0
 for phase in $PHASES; do
   start=$(date +%s.%N)
@@ -25,7 +25,7 @@ for phase in $PHASES; do
     *) echo "unknown phase $phase"; false ;;
   esac 2>&1 | tee "$LOGS/$phase.log"
   rc=${PIPESTATUS[0]}
-  echo "PHASE $phase rc=$rc wall_s=$(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$OUT/phases.txt"
+  echo "PHASE $phase rc=$rc wall_s=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$start" "$(date +%s.%N)")" | tee -a "$OUT/phases.txt"
   [ "$rc" = 0 ] || status=1
 done
 cp "$OUT/phases.txt" "$LOGS/" 2>/dev/null

@@ -13,6 +13,7 @@ itself.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,10 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
         config = FROZEN_CONFIG
     run = RunArchive(run_dir)
     with run.phase(PHASE, force=force) as stage:
-        npz, cfg = write_fixture_inputs(stage.path, inputs, config)
+        # The input npz is a derived copy (the verifier rebuilds inputs from the raw MNIST files):
+        # it lives in RUN_DIR/.work, outside the archive; records keep its sha256 and config.json.
+        npz, cfg = write_fixture_inputs(run.run_dir / ".work" / PHASE, inputs, config)
+        shutil.copy2(cfg, stage.path / "config.json")
         records: dict[str, dict[str, Any]] = {}
         predictions: dict[str, np.ndarray] = {}
         for workspace, _role in WORKSPACES:

@@ -99,7 +99,8 @@ def test_cpu_compare_end_to_end_with_crash_and_resume(tmp_path):
         assert cfg["record_sha256"] == archive.file_sha256(run_dir / "compare" / cfg["record"])
     manifest = archive.read_json_gz(run_dir / "manifest.json")
     paths = [f["path"] for f in manifest["files"]]
-    assert "compare/comparison.json.gz" in paths and "compare/input.npz" in paths
+    assert "compare/comparison.json.gz" in paths and "compare/config.json" in paths
+    assert "compare/input.npz" not in paths  # derived copy, kept in RUN_DIR/.work only
     assert "environment.json.gz" in paths
     with pytest.raises(BundleError, match="already complete"):
         compare.run_compare(run_dir, engine=engine, device="cpu", inputs=smoke_inputs(), config=SMOKE_CONFIG)
