@@ -63,7 +63,7 @@ test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CU
 	$(BIN)/python -m pytest -q
 
 ifeq ($(NATIVE),1)
-reproduce: $(VENV)/.learner ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
+reproduce: $(VENV)/.learner
 	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR)
 else
 reproduce: $(VENV)/.docker ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
