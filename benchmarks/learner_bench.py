@@ -23,14 +23,8 @@ from bundle.data import load_draw
 from bundle.learner import PreparedTask
 
 
-def bench_cuda(inputs: dict, replays: int) -> None:
-    """Print median/min/max CUDA-event ms per task over *replays* graph invocations."""
-    started = time.perf_counter()
-    task = PreparedTask(*inputs.values(), device="cuda")
-    prepare_s = time.perf_counter() - started
-    task.run()
-    torch.cuda.synchronize()
-    first_hashes = task.state_hashes()
+def time_invocations(task: PreparedTask, replays: int) -> list[float]:
+    """CUDA-event milliseconds of *replays* invocations of a prepared CUDA task, one per invocation."""
     times_ms = []
     for _ in range(replays):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -39,6 +33,18 @@ def bench_cuda(inputs: dict, replays: int) -> None:
         stop.record()
         stop.synchronize()
         times_ms.append(start.elapsed_time(stop))
+    return times_ms
+
+
+def bench_cuda(inputs: dict, replays: int) -> None:
+    """Print median/min/max CUDA-event ms per task over *replays* graph invocations."""
+    started = time.perf_counter()
+    task = PreparedTask(*inputs.values(), device="cuda")
+    prepare_s = time.perf_counter() - started
+    task.run()
+    torch.cuda.synchronize()
+    first_hashes = task.state_hashes()
+    times_ms = time_invocations(task, replays)
     same = task.state_hashes() == first_hashes
     print(f"cuda {torch.cuda.get_device_name()}: torch {torch.__version__}, prepare {prepare_s:.3f} s, "
           f"{replays} replays: median {statistics.median(times_ms):.3f} ms/task "

@@ -30,6 +30,7 @@ def child(replays: int) -> None:
 
     from bundle.data import load_draw  # noqa: PLC0415
     from bundle.learner import PreparedTask  # noqa: PLC0415
+    from learner_bench import time_invocations  # noqa: PLC0415  (same folder)
 
     inputs = load_draw(0).learner_inputs()
     torch.cuda.init()
@@ -38,14 +39,7 @@ def child(replays: int) -> None:
     task.run()
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated()
-    times_ms = []
-    for _ in range(replays):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        task.run()
-        stop.record()
-        stop.synchronize()
-        times_ms.append(start.elapsed_time(stop))
+    times_ms = time_invocations(task, replays)
     print(json.dumps({"workspace_config": os.environ["CUBLAS_WORKSPACE_CONFIG"],
                       "peak_allocated_bytes": peak, "median_ms_per_task": statistics.median(times_ms),
                       "min_ms": min(times_ms), "max_ms": max(times_ms), "replays": replays,

@@ -49,6 +49,9 @@ class ArchiveFiles:
         expected: path -> (sha256 of content, size) for files not kept in memory.
         results: the integrity verdicts.
         hashing_s: wall seconds spent reading, hashing and decompressing.
+        entries: path -> manifest entry of every verified member (run archives only).
+        background: work started after integrity that checks collect later (the
+            ``.ncu-rep`` reads of :mod:`verify.ncu_reports`), or None.
     """
 
     root: Path
@@ -56,6 +59,13 @@ class ArchiveFiles:
     expected: dict[str, tuple[str, int]] = field(default_factory=dict)
     results: list[CheckResult] = field(default_factory=list)
     hashing_s: float = 0.0
+    entries: dict[str, dict] = field(default_factory=dict)
+    background: object = None
+
+    def stored_entry(self, path: str) -> dict | None:
+        """The manifest entry (``size_bytes``, ``sha256``, ``content_sha256``, ``content_size_bytes``)
+        of a verified member, or None (not a member, or not a run archive)."""
+        return self.entries.get(path) if path in self.content else None
 
     @property
     def ok(self) -> bool:
@@ -275,6 +285,7 @@ def _verify_entry(out: ArchiveFiles, entry: dict) -> None:
     out.results.extend(mine)
     if any(r.status is Status.FAIL for r in mine) or size != entry["size_bytes"]:
         return  # never hand unverified bytes to a check
+    out.entries[rel] = entry
     if len(data) <= KEEP_CONTENT_BYTES:
         out.content[rel] = data
     else:

@@ -1,0 +1,145 @@
+"""Stored ``.ncu-rep`` reports re-read through NVIDIA's ``ncu_report``, in worker processes.
+
+A profile run record names its report in ``files.ncu_report`` (``path`` null and ``stored``
+false when the run kept only the CSV). For every stored report the verifier decompresses
+the ``.gz`` member (bounded, streamed) into a temporary file, re-checks the decompressed
+sha256 and size against the manifest, and reads the single range result with
+:func:`bundle.profile.read_report_values`. Loading one H200 task-scope report (116 MB)
+takes ~9 s of CPU inside ``ncu_report``, so the reads start right after integrity in up
+to two spawned worker processes and run while the other checks do; the profile family
+collects them (:meth:`ReportReads.result`). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import multiprocessing
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from verify.integrity import MAX_CONTENT_BYTES, ArchiveFiles
+
+MAX_WORKERS = 2
+"""Worker processes for report reads (CI has 2 cores)."""
+
+READ_TIMEOUT_S = 600.0
+"""Longest wait for one report read."""
+
+_CHUNK = 1 << 20
+
+
+def stored_reports(f: ArchiveFiles) -> dict[str, str]:
+    """Run record path -> archive path of its stored ``.ncu-rep.gz`` (from each record's ``files`` map).
+
+    Records that do not parse, or whose ``files.ncu_report.path`` is null or not a verified
+    member, are left out here; the profile checks report those.
+    """
+    out: dict[str, str] = {}
+    for rel in sorted(f.content):
+        if not (rel.startswith("profile/") and rel.endswith(".json.gz")) or rel.endswith(".fixture.json.gz"):
+            continue
+        try:
+            rec = f.json(rel)
+        except Exception:  # noqa: BLE001 - malformed records are reported by the profile checks
+            continue
+        files = rec.get("files") if isinstance(rec, dict) else None
+        entry = files.get("ncu_report") if isinstance(files, dict) else None
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(path, str):
+            full = f"{Path(rel).parent.as_posix()}/{path}"
+            if f.stored_entry(full) is not None and full.endswith(".ncu-rep.gz"):
+                out[rel] = full
+    return out
+
+
+def read_stored_report(root: str, rel: str, content_sha256: str, content_size_bytes: int) -> dict[str, Any]:
+    """Worker: decompress ``root/rel`` to a temporary ``.ncu-rep`` and read it with ``ncu_report``.
+
+    Returns:
+        ``{"status": "read", "action_name", "values", "seconds"}``,
+        ``{"status": "unavailable", "reason"}`` when ``ncu_report`` cannot be imported, or
+        ``{"status": "error", "reason"}`` (changed bytes, bad gzip, unreadable report).
+    """
+    from bundle import profile  # noqa: PLC0415
+    from bundle.errors import BundleError  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    module, reason = profile.import_ncu_report()
+    if module is None:
+        return {"status": "unavailable", "reason": reason}
+    digest, size = hashlib.sha256(), 0
+    with tempfile.TemporaryDirectory(prefix="rev88-ncu-") as tmp:
+        target = Path(tmp) / Path(rel).name[: -len(".gz")]
+        try:
+            with gzip.open(Path(root) / rel, "rb") as src, open(target, "wb") as dst:
+                while chunk := src.read(_CHUNK):
+                    size += len(chunk)
+                    if size > MAX_CONTENT_BYTES:
+                        return {"status": "error", "reason": f"report content exceeds {MAX_CONTENT_BYTES} bytes "
+                                f"({rel}): refusing to decompress further"}
+                    digest.update(chunk)
+                    dst.write(chunk)
+        except (OSError, EOFError) as exc:
+            return {"status": "error", "reason": f"bad or truncated gzip ({rel}): {exc}"}
+        if digest.hexdigest() != content_sha256 or size != content_size_bytes:
+            return {"status": "error", "reason": f"report changed after it was verified ({rel}): re-run verify"}
+        try:
+            values = profile.read_report_values(module, target)
+        except BundleError as exc:
+            return {"status": "error", "reason": str(exc)}
+    return {"status": "read", **values, "seconds": time.perf_counter() - t0}
+
+
+class ReportReads:
+    """Report reads started in the background; :meth:`result` waits for one.
+
+    Args:
+        f: the verified archive.
+        workers: worker processes (default :data:`MAX_WORKERS`, at most the CPU count).
+    """
+
+    def __init__(self, f: ArchiveFiles, *, workers: int | None = None) -> None:
+        from bundle import profile  # noqa: PLC0415
+
+        self.reports = stored_reports(f)
+        self.unavailable_reason: str | None = None
+        self._futures: dict[str, Future] = {}
+        self._executor: ProcessPoolExecutor | None = None
+        self.started = time.perf_counter()
+        if not self.reports:
+            return
+        module, reason = profile.import_ncu_report()
+        if module is None:
+            self.unavailable_reason = reason
+            return
+        n = max(1, min(workers or MAX_WORKERS, os.cpu_count() or 1, len(self.reports)))
+        self._executor = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        by_size = sorted(self.reports.items(), key=lambda kv: -int(f.entries[kv[1]]["content_size_bytes"] or 0))
+        for record, rel in by_size:
+            entry = f.entries[rel]
+            self._futures[record] = self._executor.submit(read_stored_report, str(f.root), rel,
+                                                          entry["content_sha256"], entry["content_size_bytes"])
+
+    def result(self, record: str) -> Mapping[str, Any] | None:
+        """The read of ``record``'s report (see :func:`read_stored_report`), or None if none was started."""
+        if self.unavailable_reason is not None and record in self.reports:
+            return {"status": "unavailable", "reason": self.unavailable_reason}
+        future = self._futures.get(record)
+        if future is None:
+            return None
+        try:
+            return future.result(timeout=READ_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a crashed worker becomes one FAIL line
+            return {"status": "error", "reason": f"report read failed ({type(exc).__name__}: {exc})"}
+
+    def close(self) -> None:
+        """Stop the workers (pending reads are cancelled)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
