@@ -27,10 +27,10 @@ MIB = 1 << 20
 def child(replays: int) -> None:
     """Measure in this (fresh) process and print one JSON line."""
     import torch  # noqa: PLC0415  (after the workspace variable is in the environment)
+    from learner_bench import time_invocations  # noqa: PLC0415  (same folder)
 
     from bundle.data import load_draw  # noqa: PLC0415
     from bundle.learner import PreparedTask  # noqa: PLC0415
-    from learner_bench import time_invocations  # noqa: PLC0415  (same folder)
 
     inputs = load_draw(0).learner_inputs()
     torch.cuda.init()
