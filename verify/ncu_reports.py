@@ -111,7 +111,8 @@ class ReportReads:
         self.unavailable_reason: str | None = None
         self._futures: dict[str, Future] = {}
         self._executor: ProcessPoolExecutor | None = None
-        self.started = time.perf_counter()
+        self.wait_s = 0.0  # main-process seconds spent waiting for reads
+        self.read_s = 0.0  # worker seconds spent decompressing and reading reports
         if not self.reports:
             return
         module, reason = profile.import_ncu_report()
@@ -133,10 +134,15 @@ class ReportReads:
         future = self._futures.get(record)
         if future is None:
             return None
+        t0 = time.perf_counter()
         try:
-            return future.result(timeout=READ_TIMEOUT_S)
+            out = future.result(timeout=READ_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - a crashed worker becomes one FAIL line
             return {"status": "error", "reason": f"report read failed ({type(exc).__name__}: {exc})"}
+        finally:
+            self.wait_s += time.perf_counter() - t0
+        self.read_s += float(out.get("seconds", 0.0))
+        return out
 
     def close(self) -> None:
         """Stop the workers (pending reads are cancelled)."""

@@ -43,9 +43,16 @@ def original_families() -> tuple[tuple[str, Family], ...]:
 
 def run_families() -> tuple[tuple[str, Family], ...]:
     """Checks of one of our run archives (families skip phases the archive lacks)."""
-    from verify.checks import run
+    from verify.checks import run, run_compare, run_consistency, run_energy, run_profile
 
-    return run.FAMILIES
+    return (
+        ("run.fixtures", run.check_fixtures),
+        ("run.qualify", run.check_qualify),
+        ("run.compare_validate", run_compare.check_compare_validate),
+        ("run.energy", run_energy.check_energy_phase),
+        ("run.consistency", run_consistency.check_consistency),
+        ("run.profile", run_profile.check_profile_phase),
+    )
 
 
 def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], report: VerifyReport) -> None:
@@ -97,6 +104,9 @@ def verify_archive(path: Path) -> VerifyReport:
         if files.background is not None:
             files.background.close()
     report.timings_s = {"total": time.perf_counter() - t0, "hashing": files.hashing_s}
+    if files.background is not None:
+        report.timings_s["ncu_report_read_in_workers"] = files.background.read_s
+        report.timings_s["ncu_report_wait"] = files.background.wait_s
     return report
 
 

@@ -71,6 +71,9 @@ def render_table(reports: Sequence[VerifyReport], console: Console, *, show_all:
             hashing = report.timings_s.get("hashing", 0.0)
             share = 100.0 * hashing / total if total else 0.0
             console.print(f"  wall {total:.3f} s, hashing/decompressing {hashing:.3f} s ({share:.1f} %)")
+            if "ncu_report_wait" in report.timings_s:
+                console.print(f"  .ncu-rep reads: {report.timings_s['ncu_report_read_in_workers']:.3f} s in worker "
+                              f"processes, {report.timings_s['ncu_report_wait']:.3f} s of wall spent waiting for them")
 
 
 def render_json(reports: Sequence[VerifyReport]) -> str:

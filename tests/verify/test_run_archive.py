@@ -50,10 +50,13 @@ def _fails(root: Path) -> list:
     return rep.failures()
 
 
-def test_synthetic_archive_verifies(run_dir):
+def test_synthetic_archive_rescored_but_not_verified_without_draw_records(run_dir):
     rep = verify_archive(run_dir)
     assert rep.kind == "run"
-    assert rep.ok, rep.failures()
+    # predictions without their qualify/draw-XX.json.gz cannot be tied to a frozen reference, and a run
+    # archive must state where it ran
+    assert {(r.check_id, r.subject) for r in rep.failures()} == {
+        ("accuracy.draw.record", f"draw-{i:02d}") for i in range(11)} | {("consistency.environment", "run")}
     assert rep.verified("accuracy.draw.correct", "draw-00") == 9000
     assert rep.verified("accuracy.aggregate.correct", "qualify/accuracy.json.gz") == sum(
         10_000 - 1000 - 17 * i for i in range(11))
@@ -140,9 +143,9 @@ def test_malformed_records_fail_with_one_line(run_dir, obj, needle):
 def test_cli_verify_exit_codes_and_json(run_dir):
     runner = CliRunner()
     ok = runner.invoke(app, ["verify", str(run_dir), "--json"])
-    assert ok.exit_code == 0, ok.output
+    assert ok.exit_code == 1, ok.output
     doc = json.loads(ok.output)
-    assert doc["passed"] is True and doc["archives"][0]["counts"]["FAIL"] == 0
+    assert doc["passed"] is False and doc["archives"][0]["counts"]["FAIL"] == 12  # absent draw records, environment
     (run_dir / "qualify" / "draw-00.predictions.npy").write_bytes(b"\x93NUMPY")
     bad = runner.invoke(app, ["verify", str(run_dir)])
     assert bad.exit_code == 1 and "Traceback" not in bad.output
@@ -164,7 +167,7 @@ def test_report_from_verified_figures(run_dir, tmp_path):
     from verify.report import build_report
 
     md = build_report(run_dir, tmp_path / "rep", original=ORIGINAL_ARCHIVE).read_text()
-    assert "| 0 | 90 | 88.87 |" in md  # ours rescored (9000/10000) next to the frozen value
+    assert "| 0 | 90 | 88.87 | not verified |" in md  # ours rescored (9000/10000) next to the frozen value
     assert (tmp_path / "rep" / "accuracy.png").stat().st_size > 1000
 
 

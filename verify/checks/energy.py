@@ -29,7 +29,8 @@ def _close(cid: str, subject: str, recorded: Any, value: float, what: str) -> Ch
     return check_close(cid, subject, recorded, value, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL, what=what)
 
 
-def check_interval(interval: dict, *, subject: str, where: str, kind: str) -> list[CheckResult]:
+def check_interval(interval: dict, *, subject: str, where: str, kind: str, settle_s: float = SETTLE_S,
+                   min_idle_s: float = MIN_IDLE_S) -> list[CheckResult]:
     """Recompute one interval (``duration_s``, ``energy_j``, ``average_power_w``) from its two stamps.
 
     Args:
@@ -37,6 +38,9 @@ def check_interval(interval: dict, *, subject: str, where: str, kind: str) -> li
         subject: e.g. ``"compare/workspace-16-8 trial 0 active"``.
         where: file for error lines.
         kind: ``"idle"`` or ``"active"``.
+        settle_s: the settle time the protocol that wrote the record used (the original's 3 s,
+            or the settings a record states for itself, e.g. 2 s for interleaved trials).
+        min_idle_s: shortest acceptable idle window (s).
     """
     start_mj = get_int(interval, "start.energy_mj", where)
     end_mj = get_int(interval, "end.energy_mj", where)
@@ -57,10 +61,10 @@ def check_interval(interval: dict, *, subject: str, where: str, kind: str) -> li
         out.append(_close("energy.interval.average_power_w", subject, interval.get("average_power_w"),
                           energy_j / duration, "average_power_w"))
     if kind == "idle":
-        out.append(check_true("energy.interval.idle_length", subject, duration >= MIN_IDLE_S,
-                              f"idle window {duration:.3f} s is shorter than {MIN_IDLE_S} s", recomputed=duration))
+        out.append(check_true("energy.interval.idle_length", subject, duration >= min_idle_s,
+                              f"idle window {duration:.3f} s is shorter than {min_idle_s} s", recomputed=duration))
         out.append(check_equal("energy.interval.settle_seconds", subject, get(interval, "settle_seconds", None, where),
-                               SETTLE_S, what="settle_seconds"))
+                               settle_s, what="settle_seconds"))
     return out
 
 
@@ -89,14 +93,21 @@ def recompute_trial(trial: dict, where: str) -> dict[str, float]:
     }
 
 
-def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: str) -> list[CheckResult]:
-    """All checks of one trial: intervals, ordering, and the four per-task figures."""
+def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: str, settle_s: float = SETTLE_S,
+                min_idle_s: float = MIN_IDLE_S) -> list[CheckResult]:
+    """All checks of one trial: intervals, ordering, and the four per-task figures.
+
+    ``settle_s``/``min_idle_s`` are the protocol's (see :func:`check_interval`). When the
+    trial keeps the raw ``cuda_elapsed_ms`` (this bundle's records), ``cuda_ms_per_task`` is
+    recomputed from it too.
+    """
     sub = f"{subject} trial {index}"
     out = [check_equal("energy.trial.index", sub, get(trial, "trial", None, where), index, what="trial index"),
            check_equal("energy.trial.invocations", sub, get(trial, "invocations", None, where), repeats,
                        what="invocations = repeats_per_trial")]
     for name, kind in (("idle_before", "idle"), ("active", "active"), ("idle_after", "idle")):
-        out += check_interval(get(trial, name, dict, where), subject=f"{sub} {name}", where=where, kind=kind)
+        out += check_interval(get(trial, name, dict, where), subject=f"{sub} {name}", where=where, kind=kind,
+                              settle_s=settle_s, min_idle_s=min_idle_s)
     ib_end = get_float(trial, "idle_before.end.time_s", where)
     a0 = get_float(trial, "active.start.time_s", where)
     a1 = get_float(trial, "active.end.time_s", where)
@@ -108,6 +119,10 @@ def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: s
     for key, value in figures.items():
         out.append(_close(f"energy.trial.{key}", sub, trial.get(key), value, key))
     cuda = get_float(trial, "cuda_ms_per_task", where)
+    if "cuda_elapsed_ms" in trial:
+        out.append(_close("energy.trial.cuda_ms_per_task", sub, cuda,
+                          get_float(trial, "cuda_elapsed_ms", where) / get_int(trial, "invocations", where),
+                          "cuda_ms_per_task = cuda_elapsed_ms / invocations"))
     ratio = cuda / figures["wall_ms_per_task"] if figures["wall_ms_per_task"] > 0 else math.inf
     out.append(check_true("energy.trial.cuda_wall_ratio", sub, CUDA_WALL_RATIO[0] < ratio < CUDA_WALL_RATIO[1],
                           f"cuda_ms/wall_ms = {ratio:.3f} outside {CUDA_WALL_RATIO}: the CUDA events and the "

@@ -15,20 +15,20 @@ import posixpath
 import numpy as np
 
 from bundle import data
-from verify.checks import accuracy, draws, energy, memory, profile
+from verify.checks import accuracy, draws, memory, run_energy
 from verify.checks.consistency import check_config, check_same
+from verify.checks.run_common import frozen_predictions_sha, frozen_smoke_predictions_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed, passed, unavailable
-
-ORIGINAL_RESULTS = "evidence/rev88-original/results"
+from verify.result import CheckResult, check_equal, failed, passed, unavailable
 
 
 def _members(f: ArchiveFiles, phase: str, suffix: str) -> list[str]:
     return sorted(p for p in f.content if p.startswith(f"{phase}/") and p.endswith(suffix))
 
 
-def _fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
+def fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
+    """(path, record) of every fixture record of the compare, energy, profile and qualify phases."""
     out = []
     for rel in sorted(f.content):
         if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify"):
@@ -47,39 +47,15 @@ def which_draw(metadata: dict, where: str) -> int | None:
     return None
 
 
-def _frozen_predictions_sha(draw: int) -> str | None:
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / ORIGINAL_RESULTS / f"draw-{draw:02d}.json"
-    if not path.is_file():
-        return None
-    from verify.records import parse_json
-
-    return get_str(parse_json(path.read_bytes(), str(path)), "metadata.predictions_sha256", str(path))
-
-
-def check_environment(f: ArchiveFiles) -> list[CheckResult]:
-    """environment.json.gz: where the run happened (hardware/software stated honestly)."""
-    if not f.has("environment.json.gz"):
-        return [unavailable("run.environment", f.root.name, "environment.json.gz absent: hardware and software "
-                            "of the run are not stated")]
-    env = f.json("environment.json.gz")
-    execs = get_list(env, "executions", "environment.json.gz")
-    return [check_true("run.environment", "environment.json.gz", len(execs) > 0, "no execution recorded",
-                       recomputed=execs)]
-
-
 def check_fixtures(f: ArchiveFiles) -> list[CheckResult]:
     """Every fixture record: config, draw inputs, memory, inventory, energy, predictions, frozen reference."""
     out: list[CheckResult] = []
     software = []
-    for rel, rec in _fixture_records(f):
+    for rel, rec in fixture_records(f):
         md = get_dict(rec, "metadata", rel)
         ws = get(rec, "cublas_workspace_config", (str, type(None)), rel)
         s = f"{rel} {ws}"
         out.append(check_config(get_dict(rec, "config", rel), subject=rel))
-        out.append(check_equal("run.fixture.workspace_in_name", s, ws is not None and
-                               ws.strip(":").replace(":", "-") in rel, True, what="workspace config in file name"))
         out.append(check_equal("run.fixture.test_labels_read", s, get(rec, "test_labels_read", bool, rel), False))
         draw = which_draw(md, rel)
         if draw is not None:
@@ -91,14 +67,8 @@ def check_fixtures(f: ArchiveFiles) -> list[CheckResult]:
             out += memory.check_fixture_memory(mem, subject=s, where=rel)
             out += memory.check_inventory(get_dict(rec, "buffer_inventory", rel),
                                           get(mem, "allocated_after_invoke_bytes", int, rel), subject=s, where=rel)
-        e = rec.get("energy")
-        if e:
-            if "summary" in e and "calibration_ms" in e:
-                out += energy.check_energy_block(e, subject=s, where=rel)
-            else:
-                for i, t in enumerate(get_list(e, "trials", rel)):
-                    out += energy.check_trial(t, index=get(t, "trial", int, rel), repeats=get(t, "invocations", int, rel),
-                                              subject=s, where=f"{rel}: trials.{i}")
+        if rec.get("energy"):
+            out += run_energy.check_record_energy(rec, subject=s, where=rel)
         out += _check_predictions(f, rel, rec, s, draw)
         software.append((rel, rec.get("software")))
     if software:
@@ -106,32 +76,70 @@ def check_fixtures(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def _check_predictions(f: ArchiveFiles, rel: str, rec: dict, s: str, draw: int | None) -> list[CheckResult]:
-    name = get_str(rec, "predictions_file", rel)
-    path = posixpath.join(posixpath.dirname(rel), name)
+def predictions_paths(f: ArchiveFiles) -> dict[str, str]:
+    """Fixture record -> its predictions file, as the phase records name them.
+
+    A profile run record's ``files`` map names both its fixture record and the
+    predictions the profile phase stored (``<run>.predictions.npy``); the comparison names
+    each config's ``predictions_file``. Other fixture records name theirs in
+    ``predictions_file`` next to the record.
+    """
+    out: dict[str, str] = {}
+    for rel in sorted(f.content):
+        if rel.startswith("profile/") and rel.endswith(".json.gz") and not rel.endswith(".fixture.json.gz"):
+            rec = f.json(rel)
+            files = rec.get("files") if isinstance(rec, dict) else None
+            if isinstance(files, dict) and isinstance(files.get("fixture_record"), dict):
+                fx = files["fixture_record"].get("path")
+                pred = (files.get("predictions") or {}).get("path")
+                if isinstance(fx, str) and isinstance(pred, str):
+                    out[f"profile/{fx}"] = f"profile/{pred}"
+    if f.has("compare/comparison.json.gz"):
+        cmp = f.json("compare/comparison.json.gz")
+        for row in (cmp.get("configs") or []) if isinstance(cmp, dict) else []:
+            if isinstance(row, dict) and isinstance(row.get("record"), str) and isinstance(row.get("predictions_file"), str):
+                out[f"compare/{row['record']}"] = f"compare/{row['predictions_file']}"
+    return out
+
+
+def check_prediction_file(f: ArchiveFiles, path: str, *, subject: str, count: int, payload_sha: str,
+                          draw: int | None, file_sha: str | None = None) -> list[CheckResult]:
+    """One stored prediction array: dtype/shape/range, payload sha vs metadata, file sha, frozen reference.
+
+    Args:
+        draw: the qualification draw whose frozen predictions apply, or None (API smoke: the
+            original's smoke predictions apply when ``count`` is 7).
+    """
     if not f.has(path):
-        alt = rel[: -len(".json.gz")] + ".predictions.npy"
-        path = alt if f.has(alt) else path
-    if not f.has(path):
-        return [failed("run.predictions.present", s, f"predictions file {path} is not in the archive")]
+        return [failed("run.predictions.present", subject, f"predictions file {path} is not in the archive")]
     raw = f.read(path)
     arr = np.load(io.BytesIO(raw), allow_pickle=False)
-    md = get_dict(rec, "metadata", rel)
-    out = accuracy.check_prediction_array(arr, subject=path, count=get(md, "test_count", int, rel))
-    out.append(check_equal("run.predictions.payload_sha256", path, get_str(md, "predictions_sha256", rel),
-                           data.array_sha256(arr), what="metadata predictions_sha256 vs file payload"))
-    if "predictions_file_sha256" in rec:
-        out.append(check_equal("run.predictions.file_sha256", path, get_str(rec, "predictions_file_sha256", rel),
-                               hashlib.sha256(raw).hexdigest(), what="predictions_file_sha256"))
-    if draw is not None:
-        frozen = _frozen_predictions_sha(draw)
-        if frozen is None:
-            out.append(unavailable("draws.frozen_predictions_sha256", s, "the original archive is not next to "
-                                   "this one; frozen predictions not compared"))
-        else:
-            out.append(check_equal("draws.frozen_predictions_sha256", s, frozen, data.array_sha256(arr),
-                                   what=f"predictions vs the frozen original draw {draw:02d}"))
+    out = accuracy.check_prediction_array(arr, subject=path, count=count)
+    out.append(check_equal("run.predictions.payload_sha256", path, payload_sha, data.array_sha256(arr),
+                           what="metadata predictions_sha256 vs file payload"))
+    if file_sha is not None:
+        out.append(check_equal("run.predictions.file_sha256", path, file_sha, hashlib.sha256(raw).hexdigest(),
+                               what="recorded file sha256"))
+    frozen = frozen_predictions_sha(draw) if draw is not None else frozen_smoke_predictions_sha()
+    label = f"the frozen original draw {draw:02d}" if draw is not None else "the original's API smoke"
+    if frozen is None:
+        out.append(unavailable("draws.frozen_predictions_sha256", path, "the original archive is not next to "
+                               "this one; frozen predictions not compared"))
+    else:
+        out.append(check_equal("draws.frozen_predictions_sha256", path, frozen, data.array_sha256(arr),
+                               what=f"predictions vs {label}"))
     return out
+
+
+def _check_predictions(f: ArchiveFiles, rel: str, rec: dict, s: str, draw: int | None) -> list[CheckResult]:
+    path = predictions_paths(f).get(rel) or posixpath.join(posixpath.dirname(rel), get_str(rec, "predictions_file", rel))
+    md = get_dict(rec, "metadata", rel)
+    if draw is None:
+        return [failed("draws.identified", s, "the record's train-label hash matches no qualification draw: "
+                       "its predictions cannot be compared with a frozen reference")]
+    return check_prediction_file(f, path, subject=s, count=get(md, "test_count", int, rel),
+                                 payload_sha=get_str(md, "predictions_sha256", rel), draw=draw,
+                                 file_sha=rec.get("predictions_file_sha256"))
 
 
 def check_qualify(f: ArchiveFiles) -> list[CheckResult]:
@@ -147,7 +155,14 @@ def check_qualify(f: ArchiveFiles) -> list[CheckResult]:
             out.append(failed("accuracy.draw.present", f"draw-{i:02d}", f"{path} missing: all 11 draws are required"))
             continue
         arr = np.load(io.BytesIO(f.read(path)), allow_pickle=False)
-        out += accuracy.check_prediction_array(arr, subject=path)
+        rec_rel = f"qualify/draw-{i:02d}.json.gz"
+        if f.has(rec_rel):
+            rec = f.json(rec_rel)
+            out += check_prediction_file(f, path, subject=rec_rel, count=data.TEST_COUNT,
+                                         payload_sha=get_str(rec, "predictions_sha256", rec_rel), draw=i,
+                                         file_sha=get_str(rec, "predictions_file_sha256", rec_rel))
+        else:
+            out.append(failed("accuracy.draw.record", f"draw-{i:02d}", f"{rec_rel} missing"))
         correct, confusion = accuracy.score(arr, data.evaluation_labels(i))
         corrects.append(correct)
         out.append(passed("accuracy.draw.correct", f"draw-{i:02d}", recomputed=correct,
@@ -166,34 +181,3 @@ def check_qualify(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def check_profiles(f: ArchiveFiles) -> list[CheckResult]:
-    """profile/: per-sequence figures from metric rows and from the raw CSV (re-parsed)."""
-    from bundle import profile as counters
-
-    out: list[CheckResult] = []
-    for rel in _members(f, "profile", ".json.gz"):
-        if rel.endswith(".fixture.json.gz"):
-            continue
-        rec = f.json(rel)
-        if not (isinstance(rec, dict) and "metric_rows" in rec and "scope" in rec):
-            continue
-        s = f"{rel} {rec.get('workspace_config')}"
-        out += profile.check_profile_figures(rec, scope=get_str(rec, "scope", rel), subject=s, where=rel,
-                                             hit_rate_max_percent=None)
-        csv_path = rel[: -len(".json.gz")] + ".csv.gz"
-        if f.has(csv_path):
-            rows = counters.parse_raw_csv(f.read(csv_path).decode("utf-8"), hit_rate_limit_percent=None)
-            out.append(check_equal("profile.csv_metric_rows", s, get_dict(rec, "metric_rows", rel), rows.metric_rows(),
-                                   what="metric rows re-parsed from the raw CSV"))
-        else:
-            out.append(failed("profile.csv_present", s, f"{csv_path} missing: raw ncu output is required"))
-        out.append(profile.check_ncu_report(s, f.has(rel[: -len(".json.gz")] + ".ncu-rep.gz"), None))
-    return out
-
-
-FAMILIES = (
-    ("run.environment", check_environment),
-    ("run.fixtures", check_fixtures),
-    ("run.qualify", check_qualify),
-    ("run.profile", check_profiles),
-)

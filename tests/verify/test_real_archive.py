@@ -1,0 +1,184 @@
+"""The real H200 run archive (evidence/h200-20261130): verified with 0 FAIL, tampering caught, reports.
+
+The full verification (with the four stored ``.ncu-rep`` reads, ~14 s on 2 cores) runs once
+per module; tamper and forgery tests hide ``ncu_report`` so they stay short.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bundle import archive
+from bundle.cli import app
+from tests.conftest import REPO_ROOT
+from verify.checks import run_profile
+from verify.integrity import verify_run_archive
+from verify.ncu_reports import ReportReads
+from verify.registry import verify_archive
+from verify.result import Status
+
+REAL = REPO_ROOT / "evidence" / "h200-20261130"
+pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="the shipped H200 archive is absent")
+
+ONE_OF_EACH_KIND = ("energy/interleaved.json.gz", "qualify/draw-05.predictions.npy", "profile/workspace-16-8-task-r01.csv.gz",
+                    "profile/workspace-16-8-training-r00.ncu-rep.gz", "energy/trial-r01-workspace-0-0.nvml.jsonl.gz",
+                    "environment.json.gz")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return verify_archive(REAL)
+
+
+@pytest.fixture
+def hidden_ncu_report(monkeypatch):
+    """Make ``import ncu_report`` fail, as on a machine without the ``ncu`` extra."""
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+
+
+def _copy(tmp_path: Path) -> Path:
+    """A copy of the real archive: hard links (never written through), so copying is cheap."""
+    dest = tmp_path / REAL.name
+    shutil.copytree(REAL, dest, copy_function=os.link)
+    return dest
+
+
+def _flip(path: Path, offset: int | None = None) -> None:
+    blob = bytearray(path.read_bytes())
+    pos = len(blob) // 2 if offset is None else offset
+    blob[pos] ^= 0x01
+    path.unlink()  # break the hard link before writing
+    path.write_bytes(bytes(blob))
+
+
+def test_real_archive_verifies_with_no_fail(report):
+    assert report.kind == "run"
+    assert report.ok, [(r.check_id, r.subject, r.reason) for r in report.failures()]
+    ids = {r.check_id for r in report if r.status is Status.PASS}
+    for cid in ("compare.reduction", "compare.frozen_reference", "energy.interleaved.summary.idle_adjusted_mj_per_task",
+                "energy.interleaved.ratio.idle_adjusted_mj_per_task", "energy.original_protocol.summary.cuda_ms_per_task",
+                "profile.summary.mean_sd", "validate.maximum_abs_error", "consistency.execution",
+                "consistency.workspace_requested", "consistency.input_archive_sha256", "energy.interval.settle_seconds"):
+        assert cid in ids, cid
+    unavailable = [r for r in report if r.status is Status.UNAVAILABLE]
+    assert unavailable and all(r.check_id == "profile.ncu_report" and "not stored" in r.reason for r in unavailable)
+
+
+def test_figures_are_the_recomputed_ones(report):
+    s = report.verified("energy.interleaved.summary.idle_adjusted_mj_per_task", "energy/interleaved.json.gz :16:8")
+    assert s["count"] == 3 and s["ci95_low"] < s["mean"] < s["ci95_high"]
+    peak = report.verified("compare.peak_allocated_bytes", "compare/comparison.json.gz :16:8")
+    assert peak == 15_040_512
+    frozen = [r for r in report if r.check_id == "draws.frozen_predictions_sha256"]
+    assert len(frozen) >= 37 and all(r.status is Status.PASS for r in frozen)  # every stored prediction array
+
+
+def test_stored_reports_cross_check_through_ncu_report(report):
+    pytest.importorskip("ncu_report")
+    done = [r for r in report if r.check_id == "profile.ncu_report" and r.status is Status.PASS]
+    assert len(done) == 4
+    assert all(r.recomputed["dram__bytes_read.sum"]["report_value"] == r.recomputed["dram__bytes_read.sum"]["csv_value"]
+               for r in done)
+
+
+def test_reports_unavailable_when_ncu_report_is_hidden(hidden_ncu_report):
+    files = verify_run_archive(REAL)
+    files.background = ReportReads(files)
+    try:
+        verdicts = [r for r in run_profile.check_profile_phase(files) if r.check_id == "profile.ncu_report"]
+    finally:
+        files.background.close()
+    stored = [r for r in verdicts if "not stored" not in r.reason]
+    assert len(stored) == 4
+    assert all(r.status is Status.UNAVAILABLE and "ncu_report is not importable" in r.reason for r in stored)
+
+
+def test_one_byte_in_each_kind_of_file_fails_naming_it(tmp_path, hidden_ncu_report):
+    root = _copy(tmp_path)
+    for rel in ONE_OF_EACH_KIND:
+        _flip(root / rel)
+    rep = verify_archive(root)
+    fails = rep.failures()
+    for rel in ONE_OF_EACH_KIND:
+        assert any(r.subject == rel and r.check_id in ("integrity.sha256", "integrity.content_sha256") for r in fails), rel
+    assert all(r.check_id.startswith("integrity.") for r in fails)
+
+
+def test_manifest_byte_fails(tmp_path, hidden_ncu_report):
+    root = _copy(tmp_path)
+    text = (root / "manifest.json").read_text()
+    _flip(root / "manifest.json", text.index('"sha256": "') + len('"sha256": "') + 3)
+    fails = verify_archive(root).failures()
+    assert [r.subject for r in fails] == ["compare/comparison.json.gz"] and fails[0].check_id == "integrity.sha256"
+
+
+def test_consistent_forgery_fails_the_recomputation(tmp_path, hidden_ncu_report):
+    root = _copy(tmp_path)
+    rel = root / "energy" / "interleaved.json.gz"
+    rec = archive.read_json_gz(rel)
+    rec["summaries"][":16:8"]["idle_adjusted_mj_per_task"]["mean"] += 1.0
+    rel.unlink()
+    archive.write_json_gz(rel, rec)
+    trial = root / "energy" / "trial-r01-workspace-16-8.json.gz"
+    t = archive.read_json_gz(trial)
+    t["energy"]["settings"]["settle_seconds"] = 3.0  # claims the original protocol's settle
+    trial.unlink()
+    archive.write_json_gz(trial, t)
+    (root / "manifest.json").unlink()
+    archive.RunArchive(root).write_manifest()  # hashes now match; the figures do not
+    fails = verify_archive(root).failures()
+    ids = {(r.check_id, r.subject.split()[0]) for r in fails}
+    assert ("energy.interleaved.summary.idle_adjusted_mj_per_task", "energy/interleaved.json.gz") in ids
+    assert ("energy.interleaved.trial_settings", "energy/trial-r01-workspace-16-8.json.gz") in ids
+    assert any(c == "energy.interval.settle_seconds" for c, _ in ids)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["verify", "docs"], "not an evidence archive"),
+    (["report", "evidence/nope", "--out", "x"], "archive folder not found"),
+])
+def test_bad_input_is_one_line(args, needle):
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
+    assert len([line for line in res.output.splitlines() if line.strip()]) == 1
+
+
+def test_malformed_manifest_is_one_fail_line(tmp_path):
+    root = _copy(tmp_path)
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").write_text('{"schema_version": 1, "run_id": 3, "files": []}')
+    fails = verify_archive(root).failures()
+    assert fails[0].check_id == "integrity.manifest" and "'run_id' should be a string" in fails[0].reason
+
+
+def test_verifier_modules_never_import_torch():
+    code = ("import sys; from pathlib import Path; import verify.report, verify.ncu_reports, bundle.commands.verify; "
+            "from verify.checks import run_consistency, run_compare, run_energy, run_profile; "
+            "from verify.integrity import verify_run_archive; "
+            f"f = verify_run_archive(Path({str(REAL)!r})); assert f.ok; "
+            "r = run_consistency.check_inputs(f) + run_compare.check_compare_validate(f); "
+            "assert all(x.status.value == 'PASS' for x in r), r; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print('ok')")
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+def test_report_for_the_real_archive(tmp_path, hidden_ncu_report):
+    from verify.report import build_report
+
+    md = build_report(REAL, tmp_path / "rep", original=REPO_ROOT / "evidence" / "rev88-original").read_text()
+    assert "| 0 | 88.87 | 88.87 | yes (sha256) |" in md
+    assert "GPU-136ba197" in md and "GPU-22f8279a" in md and "2025.3.1" in md and "pinned image: False" in md
+    assert "| H200 interleaved | `:16:8` | 3 |" in md
+    for png in ("accuracy.png", "peak_memory.png", "energy.png", "profiles.png"):
+        assert (tmp_path / "rep" / png).stat().st_size > 10_000, png
+    json.dumps(md)  # plain text

@@ -1,0 +1,101 @@
+"""Helpers shared by the run-archive checks: record-level comparisons and frozen reference look-ups.
+
+A summary record (``comparison.json.gz``, ``interleaved.json.gz``, ``profiles.json.gz`` …)
+is checked field by field against the verifier's recomputation; :func:`compare_fields`
+turns that into ONE verdict whose recomputed value is the verified object (what reports
+show), or a FAIL naming the first fields that differ.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from verify.integrity import ArchiveFiles
+from verify.records import get_str, parse_json
+from verify.result import CheckResult, failed, passed
+
+REL_TOL = 1e-12
+"""Relative tolerance for recomputed floats (the same arithmetic reproduces them to the bit;
+the margin only admits a different libm)."""
+ABS_TOL = 1e-15
+
+ORIGINAL_ROOT = Path(__file__).resolve().parents[2] / "evidence" / "rev88-original"
+"""The frozen reference archive shipped next to run archives."""
+
+
+def same_value(a: Any, b: Any, *, rel_tol: float = REL_TOL, abs_tol: float = ABS_TOL) -> bool:
+    """Deep equality; floats within ``rel_tol``/``abs_tol``; bool never equals a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        return math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k], rel_tol=rel_tol, abs_tol=abs_tol) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y, rel_tol=rel_tol, abs_tol=abs_tol) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def compare_fields(check_id: str, subject: str, recorded: Any, recomputed: dict, *, what: str,
+                   rel_tol: float = REL_TOL) -> CheckResult:
+    """One verdict: every key of ``recomputed`` equals the recorded object's (floats within ``rel_tol``).
+
+    Extra recorded keys are not compared (records may carry more than the verifier derives).
+    """
+    if not isinstance(recorded, dict):
+        return failed(check_id, subject, f"{what}: recorded value is not an object", recorded=recorded,
+                      recomputed=recomputed)
+    bad = [k for k in recomputed if k not in recorded or not same_value(recorded[k], recomputed[k], rel_tol=rel_tol)]
+    tol = f"rel {rel_tol:g}"
+    if not bad:
+        return passed(check_id, subject, recorded={k: recorded[k] for k in recomputed}, recomputed=recomputed,
+                      tolerance=tol, reason=f"{what} recomputed from raw fields")
+    detail = "; ".join(f"{k}: recorded {recorded.get(k, '<absent>')!r:.60} but recomputed {recomputed[k]!r:.60}"
+                       for k in bad[:3])
+    return failed(check_id, subject, f"{what} differs ({detail})", recorded={k: recorded.get(k) for k in bad},
+                  recomputed={k: recomputed[k] for k in bad}, tolerance=tol)
+
+
+def stored_sha(f: ArchiveFiles, rel: str) -> str | None:
+    """sha256 of the stored bytes of a verified member (from the manifest), else None."""
+    entry = f.stored_entry(rel)
+    return None if entry is None else entry["sha256"]
+
+
+def json_record(f: ArchiveFiles, rel: str) -> dict | None:
+    """A verified member parsed as a JSON object, or None when the archive lacks it."""
+    if not f.has(rel):
+        return None
+    obj = f.json(rel)
+    return obj if isinstance(obj, dict) else None
+
+
+@lru_cache(maxsize=16)
+def frozen_draw_metadata(draw: int) -> dict | None:
+    """``metadata`` of the original's ``results/draw-XX.json`` (the frozen reference), or None if absent."""
+    path = ORIGINAL_ROOT / "results" / f"draw-{draw:02d}.json"
+    if not path.is_file():
+        return None
+    rec = parse_json(path.read_bytes(), str(path))
+    return rec.get("metadata") if isinstance(rec, dict) else None
+
+
+def frozen_predictions_sha(draw: int) -> str | None:
+    """The original's ``predictions_sha256`` (payload) for a draw, or None if the original is absent."""
+    md = frozen_draw_metadata(draw)
+    return None if md is None else get_str(md, "predictions_sha256", f"results/draw-{draw:02d}.json")
+
+
+@lru_cache(maxsize=1)
+def frozen_smoke_predictions_sha() -> str | None:
+    """The original's API-smoke ``predictions_sha256`` (``cache-audit/cuda-validation.json``, spec 9.6)."""
+    path = ORIGINAL_ROOT / "cache-audit" / "cuda-validation.json"
+    if not path.is_file():
+        return None
+    rec = parse_json(path.read_bytes(), str(path))
+    return get_str(rec, "api_cli_smoke.metadata.predictions_sha256", str(path))

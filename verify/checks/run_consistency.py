@@ -1,0 +1,239 @@
+"""Consistency across the records of a run archive.
+
+* the configuration is the frozen one everywhere (records, learner metadata, ``config.json``);
+* every record's device and software equal an execution of ``environment.json.gz`` that
+  lists the record's phase (GPU UUID, driver, the software record: torch, CUDA, numpy …),
+  and the record's own ``execution`` equals it;
+* the environment statement is honest: a native run is never called the pinned image;
+* each fixture record ran under the cuBLAS workspace config its phase requested (the
+  phase's own record says which: ``comparison.json.gz`` configs, ``interleaved.json.gz``
+  trials, ``original-summary.json.gz``, a profile run record's ``workspace_config``,
+  ``validation.json.gz``; qualification runs the preferred ``:16:8``, spec 7.4);
+* the fixture inputs (input ``.npz``, kept outside the archive and listed under the
+  environment's ``dropped_files``) are rebuilt from the raw MNIST files and must have the
+  recorded ``input_archive_sha256``;
+* every stored prediction array was compared with its frozen reference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from bundle import data, hostinfo
+from verify.checks import run
+from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, check_config
+from verify.checks.run_common import compare_fields, json_record
+from verify.integrity import ArchiveFiles
+from verify.records import get, get_dict, get_int, get_list, get_str
+from verify.result import CheckResult, check_equal, check_true, failed
+
+QUALIFY_WORKSPACE = ":16:8"
+"""Qualification runs the preferred workspace config (spec 7.4 ``cublas_workspace_config``)."""
+EXECUTION_KEYS = ("engine", "image_reference", "pinned_image", "statement", "gpu", "gpu_uuid", "driver_version",
+                  "software")
+
+
+def requested_workspaces(f: ArchiveFiles) -> dict[str, tuple[str, str]]:
+    """Fixture record path -> (workspace config requested, the phase record that requests it)."""
+    out: dict[str, tuple[str, str]] = {}
+    cmp = json_record(f, "compare/comparison.json.gz")
+    for row in get_list(cmp, "configs", "compare/comparison.json.gz") if cmp else []:
+        out[f"compare/{row.get('record')}"] = (row.get("workspace"), "compare/comparison.json.gz")
+    inter = json_record(f, "energy/interleaved.json.gz")
+    for t in get_list(inter, "trials", "energy/interleaved.json.gz") if inter else []:
+        out[f"energy/{t.get('record')}"] = (t.get("workspace"), "energy/interleaved.json.gz")
+    orig = json_record(f, "energy/original-summary.json.gz")
+    if orig:
+        out[f"energy/{orig.get('record')}"] = (orig.get("workspace"), "energy/original-summary.json.gz")
+    from verify.checks.run_profile import run_records  # noqa: PLC0415
+
+    for rel, rec in run_records(f):
+        fx = (rec.get("files") or {}).get("fixture_record") or {}
+        out[f"profile/{fx.get('path')}"] = (rec.get("workspace_config"), rel)
+    val = json_record(f, "validate/validation.json.gz")
+    if val:
+        out["validate/smoke/cli.json.gz"] = (val.get("workspace"), "validate/validation.json.gz")
+    return out
+
+
+def check_workspaces(f: ArchiveFiles) -> list[CheckResult]:
+    """Each fixture record's ``cublas_workspace_config`` equals the one its phase requested."""
+    out: list[CheckResult] = []
+    requested = requested_workspaces(f)
+    records = run.fixture_records(f)
+    if f.has("validate/smoke/cli.json.gz"):
+        records.append(("validate/smoke/cli.json.gz", f.json("validate/smoke/cli.json.gz")))
+    for rel, rec in records:
+        got = get(rec, "cublas_workspace_config", (str, type(None)), rel)
+        if rel not in requested:
+            out.append(failed("consistency.workspace_requested", rel, "no phase record names this fixture record, "
+                              "so the workspace config it was meant to run is unknown"))
+            continue
+        want, source = requested[rel]
+        out.append(check_equal("consistency.workspace_requested", f"{rel} (requested by {source})", got, want,
+                               what="cuBLAS workspace config run vs requested"))
+    for i in range(data.DRAW_COUNT):
+        rel = f"qualify/draw-{i:02d}.json.gz"
+        if f.has(rel):
+            out.append(check_equal("consistency.workspace_requested", rel,
+                                   get(f.json(rel), "fixture.cublas_workspace_config", str, rel), QUALIFY_WORKSPACE,
+                                   what="qualification workspace config"))
+    worker = json_record(f, "validate/smoke/worker.json.gz")
+    val = json_record(f, "validate/validation.json.gz")
+    if worker and val:
+        out.append(check_equal("consistency.workspace_requested", "validate/smoke/worker.json.gz",
+                               get_str(worker, "workspace", "worker"), get_str(val, "workspace", "validation"),
+                               what="validation worker workspace"))
+    return out
+
+
+def _device_records(f: ArchiveFiles) -> list[tuple[str, str, dict, dict, dict | None]]:
+    """(phase, path, hardware, software, execution or None) of every record that states where it ran."""
+    out = []
+    for rel, rec in run.fixture_records(f):
+        out.append((rel.split("/")[0], rel, get_dict(rec, "hardware", rel), get_dict(rec, "software", rel),
+                    rec.get("execution")))
+    for rel in sorted(f.content):
+        if rel.startswith("qualify/draw-") and rel.endswith(".json.gz"):
+            rec = f.json(rel)
+            out.append(("qualify", rel, get_dict(rec, "fixture.hardware", rel), get_dict(rec, "fixture.software", rel),
+                        get(rec, "fixture.execution", (dict, type(None)), rel)))
+    for rel in ("validate/validation.json.gz", "validate/smoke/worker.json.gz", "validate/smoke/cli.json.gz"):
+        rec = json_record(f, rel)
+        if rec is not None:
+            out.append(("validate", rel, get_dict(rec, "hardware", rel), get_dict(rec, "software", rel),
+                        rec.get("execution")))
+    return out
+
+
+def check_environment(f: ArchiveFiles) -> list[CheckResult]:
+    """The honest environment statement, and every record's device/software against an execution."""
+    rel = "environment.json.gz"
+    env = json_record(f, rel)
+    if env is None:
+        return [failed("consistency.environment", f.root.name, "environment.json.gz absent: the run does not "
+                       "state where it happened")]
+    out: list[CheckResult] = []
+    execs = get_list(env, "executions", rel)
+    for i, ex in enumerate(execs):
+        w = f"{rel}: executions.{i}"
+        pinned = get(ex, "pinned_image", bool, w)
+        engine = get_str(ex, "engine", w)
+        statement = get_str(ex, "statement", w)
+        software = get_dict(ex, "software", w)
+        honest = (pinned == (engine == "docker" and hostinfo.software_matches_pin(software))
+                  and (pinned or "not the pinned" in statement) and (engine != "native" or ex.get("image_reference") is None)
+                  and get_str(ex, "gpu", w) in statement and get_str(software, "torch", w) in statement)
+        out.append(check_true("consistency.environment.statement", f"{rel} executions.{i} ({', '.join(ex.get('phases', []))})",
+                              honest, f"engine {engine}, pinned_image {pinned}, software {software}, statement "
+                              f"{statement!r}: only a container with the pinned stack may claim the pinned image, "
+                              "and the statement must name the GPU and torch and say otherwise", recomputed=ex))
+    phases_listed = [p for ex in execs for p in get_list(ex, "phases", rel)]
+    present = sorted({p.split("/")[0] for p in f.content if "/" in p})
+    out.append(check_true("consistency.environment.phases", rel, sorted(phases_listed) == present,
+                          f"executions list phases {sorted(phases_listed)} but the archive holds {present}: each "
+                          "phase must be stated exactly once", recomputed=present))
+    for phase, path, hw, sw, ex in _device_records(f):
+        uuid, driver = hw.get("uuid"), hw.get("driver_version")
+        match = [e for e in execs if phase in e.get("phases", []) and e.get("gpu_uuid") == uuid
+                 and e.get("driver_version") == driver and e.get("software") == sw]
+        out.append(check_true("consistency.execution", path, len(match) == 1,
+                              f"device {uuid} driver {driver} torch {sw.get('torch')} matches no execution of "
+                              f"{rel} listing phase {phase}", recomputed={"gpu_uuid": uuid, "driver_version": driver,
+                                                                         "software": sw}))
+        if match and ex is not None:
+            out.append(compare_fields("consistency.execution_record", path, ex,
+                                      {k: match[0].get(k) for k in EXECUTION_KEYS}, what="the record's execution"))
+    return out
+
+
+def check_configs(f: ArchiveFiles) -> list[CheckResult]:
+    """The frozen configuration in every record, its metadata, and each ``config.json``."""
+    out: list[CheckResult] = []
+    canonical = (json.dumps({k: FROZEN_CONFIG[k] for k in PROTOCOL_CONFIG_ORDER}, indent=2) + "\n").encode()
+    config_sha = hashlib.sha256(canonical).hexdigest()
+    for rel in sorted(p for p in f.content if p.endswith("config.json") and "energy-config" not in p):
+        if rel.startswith("validate/"):
+            continue  # the smoke config is synthetic (batch 8), checked with the validation
+        out.append(check_equal("consistency.config_file", rel, hashlib.sha256(f.read(rel)).hexdigest(), config_sha,
+                               what="config.json sha256 vs the frozen config in protocol order"))
+    shas = []
+    for rel, rec in run.fixture_records(f):
+        out.append(check_config(get_dict(rec, "metadata.config", rel), subject=f"{rel} metadata"))
+        shas.append(get_str(rec, "config_file_sha256", rel))
+    for i in range(data.DRAW_COUNT):
+        rel = f"qualify/draw-{i:02d}.json.gz"
+        if f.has(rel):
+            rec = f.json(rel)
+            out.append(check_config(get_dict(rec, "config", rel), subject=rel))
+            out.append(check_config(get_dict(rec, "metadata.config", rel), subject=f"{rel} metadata"))
+            shas.append(get_str(rec, "fixture.config_file_sha256", rel))
+    out.append(check_true("consistency.config_file_sha256", f"{len(shas)} records", all(s == config_sha for s in shas),
+                          f"a record's config_file_sha256 is not the frozen config's {config_sha}",
+                          recomputed=sorted(set(shas))))
+    return out
+
+
+def check_inputs(f: ArchiveFiles) -> list[CheckResult]:
+    """Input archives rebuilt from the raw MNIST files have the sha256 every record states."""
+    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415 - torch-free writer helper
+
+    by_draw: dict[int, set[tuple[str, str]]] = {}
+    for rel, rec in run.fixture_records(f):
+        draw = run.which_draw(get_dict(rec, "metadata", rel), rel)
+        if draw is not None:
+            by_draw.setdefault(draw, set()).add((get_str(rec, "input_archive_sha256", rel), rel.split("/")[0]))
+    for i in range(data.DRAW_COUNT):
+        rel = f"qualify/draw-{i:02d}.json.gz"
+        if f.has(rel):
+            by_draw.setdefault(i, set()).add((get_str(f.json(rel), "fixture.input_archive_sha256", rel), "qualify"))
+    out: list[CheckResult] = []
+    rebuilt: dict[int, str] = {}
+    for draw, recorded in sorted(by_draw.items()):
+        inputs = data.load_draw(draw).learner_inputs()
+        rebuilt[draw] = hashlib.sha256(npz_bytes({k: inputs[k] for k in INPUT_KEYS})).hexdigest()
+        for sha, phase in sorted(recorded):
+            out.append(check_equal("consistency.input_archive_sha256", f"{phase} draw-{draw:02d}", sha, rebuilt[draw],
+                                   what="input .npz rebuilt from the raw MNIST files"))
+    env = json_record(f, "environment.json.gz") or {}
+    for i, d in enumerate(env.get("dropped_files") or []):
+        w = f"environment.json.gz: dropped_files.{i}"
+        path, sha = get_str(d, "path", w), get_str(d, "sha256", w)
+        phase = path.split("/")[0]
+        if path.startswith("validate/"):
+            from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+
+            want = hashlib.sha256(npz_bytes({k: v for k, v in smoke_inputs().items() if k in INPUT_KEYS})).hexdigest()
+        else:
+            want = rebuilt.get(0)
+        out.append(check_equal("consistency.dropped_input", path, sha, want, what=f"dropped {phase} input rebuilt"))
+    return out
+
+
+def check_prediction_coverage(f: ArchiveFiles) -> list[CheckResult]:
+    """The smoke's predictions vs the original's smoke; every stored ``.npy`` belongs to a checked record."""
+    out: list[CheckResult] = []
+    covered = {f"qualify/draw-{i:02d}.predictions.npy" for i in range(data.DRAW_COUNT)}
+    paths = run.predictions_paths(f)
+    for rel, rec in run.fixture_records(f):
+        covered.add(paths.get(rel) or f"{rel.rsplit('/', 1)[0]}/{rec.get('predictions_file')}")
+    cli = json_record(f, "validate/smoke/cli.json.gz")
+    if cli is not None:
+        md = get_dict(cli, "metadata", "validate/smoke/cli.json.gz")
+        path = f"validate/smoke/{get_str(cli, 'predictions_file', 'cli')}"
+        covered.add(path)
+        out += run.check_prediction_file(f, path, subject="validate/smoke/cli.json.gz",
+                                         count=get_int(md, "test_count", "cli"),
+                                         payload_sha=get_str(md, "predictions_sha256", "cli"), draw=None,
+                                         file_sha=cli.get("predictions_file_sha256"))
+    for rel in sorted(p for p in f.content if p.endswith(".npy")):
+        if rel not in covered:
+            out.append(failed("consistency.predictions_covered", rel, "no record of the archive names this prediction "
+                              "file, so it was not compared with a frozen reference"))
+    return out
+
+
+def check_consistency(f: ArchiveFiles) -> list[CheckResult]:
+    """Family entry: environment, configuration, workspace configs, inputs, prediction coverage."""
+    return check_environment(f) + check_configs(f) + check_workspaces(f) + check_inputs(f) + check_prediction_coverage(f)
