@@ -40,6 +40,7 @@ GZIP_LEVEL = 9
 MANIFEST_NAME = "manifest.json"
 ENVIRONMENT_NAME = "environment.json.gz"
 STAGING_DIR = ".staging"
+WORK_DIR = ".work"  # per-phase scratch (derived inputs); removed when the phase completes
 _CHUNK_BYTES = 1 << 20
 
 
@@ -90,6 +91,13 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def _current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write *data* to *path* atomically (temporary file in the same folder, fsync, rename).
 
@@ -114,6 +122,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp creates 0600; give the file the mode an ordinary open() would (0666 & ~umask),
+        # so an archive written by root in a container stays readable by its users.
+        os.chmod(tmp_name, 0o666 & ~_current_umask())
         os.replace(tmp_name, dest)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -250,6 +261,8 @@ class RunArchive:
 
     def __init__(self, run_dir: str | os.PathLike[str], run_id: str | None = None) -> None:
         self.run_dir = Path(run_dir)
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise BundleError(f"--out {self.run_dir} is not a folder: give a new or existing run folder")
         self.run_id = run_id or self.run_dir.resolve().name
 
     def phase_dir(self, name: str) -> Path:
@@ -290,7 +303,11 @@ class RunArchive:
                 "or use another --out folder"
             )
         staging = self.run_dir / STAGING_DIR / name
-        staging.mkdir(parents=True, exist_ok=True)
+        try:
+            staging.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BundleError(f"cannot create the run folder {self.run_dir} ({exc.strerror}): "
+                              "give --out a writable folder") from None
         yield PhaseStage(name, staging)
         # Reached only when the block raised nothing: complete by rename.
         trash = self.run_dir / STAGING_DIR / f"{name}.replaced"
@@ -302,7 +319,20 @@ class RunArchive:
         _fsync_dir(self.run_dir)
         if trash.exists():
             shutil.rmtree(trash)
+        self._remove_scratch(name)
         self.write_manifest()
+
+    def _remove_scratch(self, name: str) -> None:
+        """Remove the phase's scratch folder ``.work/<name>`` and empty hidden folders.
+
+        Scratch inputs (the fixture npz, ncu's uncompressed outputs) are derived copies; a
+        completed archive holds only what its manifest lists, and the verifier treats any other
+        file, hidden ones included, as an integrity failure.
+        """
+        shutil.rmtree(self.run_dir / WORK_DIR / name, ignore_errors=True)
+        for hidden in (WORK_DIR, STAGING_DIR):
+            with contextlib.suppress(OSError):
+                (self.run_dir / hidden).rmdir()  # only when empty
 
     def manifest_entries(self) -> list[dict[str, Any]]:
         """Entries for every file of the completed phases and the root records, sorted by path.

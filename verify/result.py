@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from bundle.errors import BundleError
+from verify.records import get
 
 
 class Status(enum.StrEnum):
@@ -125,6 +128,38 @@ def check_true(check_id: str, subject: str, condition: bool, reason_if_false: st
     if condition:
         return passed(check_id, subject, recorded=recorded, recomputed=recomputed)
     return failed(check_id, subject, reason_if_false, recorded=recorded, recomputed=recomputed)
+
+
+def guarded(check_id: str, subject: str, checks: Callable[[], Iterable[CheckResult]]) -> list[CheckResult]:
+    """Run one record's checks so that a malformed record fails alone.
+
+    Malformed evidence (:class:`~bundle.errors.BundleError`, e.g. a missing key) or an
+    unexpected exception inside ``checks`` becomes one FAIL ``check_id`` naming ``subject``
+    (the record's archive path); the caller goes on with the other records.
+
+    Returns:
+        The verdicts of ``checks``, or that one FAIL.
+    """
+    try:
+        return list(checks())
+    except BundleError as exc:
+        return [failed(check_id, subject, str(exc))]
+    except Exception as exc:  # noqa: BLE001 - a bug on one record must not hide the others
+        line = str(exc).splitlines()[0] if str(exc) else ""
+        return [failed(check_id, subject, f"{type(exc).__name__}: {line}")]
+
+
+def check_field(check_id: str, subject: str, obj: Any, key: str, kind: type | tuple[type, ...], want: Any, *,
+                where: str) -> CheckResult:
+    """A required field of ``obj``, read with :func:`verify.records.get`, equals ``want`` exactly.
+
+    A missing or wrong-typed field is one FAIL naming ``where`` (the file) and the key path.
+    """
+    try:
+        value = get(obj, key, kind, where)
+    except BundleError as exc:
+        return failed(check_id, subject, str(exc))
+    return check_equal(check_id, subject, value, want, what=key)
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,3 +30,19 @@ def one_line_errors(func: F) -> F:
             raise typer.Exit(code=exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def require_module(module: str, command: str, remedy: str) -> None:
+    """Raise a one-line :class:`BundleError` when *module* cannot be imported.
+
+    Args:
+        module: top-level import name (``"torch"``, ``"matplotlib"``).
+        command: the command that needs it, for the message.
+        remedy: what to run to get it.
+
+    Raises:
+        BundleError: the module is not installed in this environment.
+    """
+    if importlib.util.find_spec(module) is None:
+        raise BundleError(f"{command} needs {module}, which is not installed in this environment ({sys.prefix}): "
+                          f"{remedy}")

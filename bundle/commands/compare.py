@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import one_line_errors, require_module
 
 
 def make_engine(name: str):  # noqa: ANN201  (an Engine)
@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed compare phase")] = False,
     ) -> None:
         """Run the fixture at :4096:8, :16:8 and :0:0 in fresh processes and compare memory and outputs."""
+        require_module("torch", "rev88 compare", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
         from rich.table import Table  # noqa: PLC0415
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import one_line_errors, require_module
 
 
 def register(app: typer.Typer) -> None:
@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed energy protocol")] = False,
     ) -> None:
         """Measure idle-adjusted energy per task with NVML in fresh fixture processes."""
+        require_module("torch", "rev88 energy", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
         from rich.table import Table  # noqa: PLC0415
 

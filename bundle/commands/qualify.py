@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import one_line_errors, require_module
 
 
 def register(app: typer.Typer) -> None:
@@ -30,20 +30,21 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
         from rich.table import Table  # noqa: PLC0415
 
-        from bundle.archive import RunArchive  # noqa: PLC0415
+        from bundle.archive import WORK_DIR, RunArchive  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.qualify import InProcessRunner, parse_draws, run_qualification  # noqa: PLC0415
 
         selected = parse_draws(draws)
+        require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or pip install torch==2.13.0 '.[learner]'")
         if RunArchive(out).is_complete("qualify") and not force:
             raise BundleError(f"phase 'qualify' is already complete ({out / 'qualify'}): pass --force to replace it "
-                              "or use another --out folder")
+                              "(make qualify PHASE_ARGS=--force) or use another --out folder")
         runner = InProcessRunner(device)
         if fresh_process if fresh_process is not None else device == "cuda":
             from bundle.jobs import SubprocessEngine  # noqa: PLC0415
             from bundle.phases.fixture_runner import FreshProcessRunner  # noqa: PLC0415
 
-            runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / ".work" / "qualify", device=device)
+            runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / WORK_DIR / "qualify", device=device)
         console = Console()
         with Progress(TextColumn("qualify {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=console) as progress:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import one_line_errors, require_module
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed validate phase")] = False,
     ) -> None:
         """Check CUDA replay numerics, API = CLI outputs, and that bad inputs / late CUDA init are refused."""
+        require_module("torch", "rev88 validate", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
         from rich.table import Table  # noqa: PLC0415
 
@@ -29,6 +30,12 @@ def register(app: typer.Typer) -> None:
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.validate import run_validate  # noqa: PLC0415
 
+        if device == "cuda" and engine == "native":
+            import torch  # noqa: PLC0415  (is_available() does not initialise CUDA)
+
+            if not torch.cuda.is_available():
+                raise BundleError(f"CUDA is not available to torch {torch.__version__} on this host (rev88 validate "
+                                  "--device cuda): run it on a GPU host, or use --device cpu for the CPU diagnostic")
         console = Console(stderr=True)
         record = run_validate(out, engine=make_engine(engine), force=force, device=device,
                               on_job=lambda name: console.print(f"[bold]running[/] {name}"),

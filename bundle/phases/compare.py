@@ -228,7 +228,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
     with run.phase(PHASE, force=force) as stage:
         # The input npz is a derived copy (the verifier rebuilds inputs from the raw MNIST files):
         # it lives in RUN_DIR/.work, outside the archive; records keep its sha256 and config.json.
-        npz, cfg = write_fixture_inputs(run.run_dir / ".work" / PHASE, inputs, config)
+        npz, cfg = write_fixture_inputs(run.run_dir / archive.WORK_DIR / PHASE, inputs, config)
         shutil.copy2(cfg, stage.path / "config.json")
         records: dict[str, dict[str, Any]] = {}
         predictions: dict[str, np.ndarray] = {}

@@ -179,7 +179,7 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
                     shutil.copy2(path, stage.path / path.name)
         # The input npz is a derived copy (the verifier rebuilds inputs from the raw MNIST files):
         # it lives in RUN_DIR/.work, outside the archive; records keep its sha256 and config.json.
-        npz, cfg = write_fixture_inputs(run.run_dir / ".work" / PHASE, inputs, config)
+        npz, cfg = write_fixture_inputs(run.run_dir / archive.WORK_DIR / PHASE, inputs, config)
         shutil.copy2(cfg, stage.path / "config.json")
         common = {"engine": engine, "npz": npz, "cfg": cfg, "record_nvml": record_nvml, "device": device,
                   "on_line": on_line, "on_job": on_job}

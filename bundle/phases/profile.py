@@ -345,7 +345,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     run_archive = archive.RunArchive(run_dir)
     native = getattr(engine, "kind", "native") == "native"
     ncu_path = counters.find_ncu(ncu) if native else (ncu or "ncu")
-    workdir = Path(raw_dir) if raw_dir is not None else run_archive.run_dir / ".work" / PHASE
+    workdir = Path(raw_dir) if raw_dir is not None else run_archive.run_dir / archive.WORK_DIR / PHASE
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     with run_archive.phase(PHASE, force=force) as stage:
