@@ -150,3 +150,35 @@ def test_archive_module_does_not_import_torch():
     code = "import sys, bundle.archive, bundle.jobs, bundle.hostinfo; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_written_files_get_the_umask_mode_not_0600(tmp_path):
+    import os  # noqa: PLC0415
+
+    old = os.umask(0o022)
+    try:
+        path = archive.write_json_gz(tmp_path / "r.json.gz", {"a": 1})
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644  # readable by the container's non-root user
+
+
+def test_completed_phase_removes_its_scratch_folder(tmp_path):
+    run = RunArchive(tmp_path / "run")
+    with run.phase("compare") as stage:
+        scratch = run.run_dir / archive.WORK_DIR / "compare"
+        scratch.mkdir(parents=True)
+        (scratch / "input.npz").write_bytes(b"derived copy")
+        archive.write_json_gz(stage / "r.json.gz", {"a": 1})
+    assert not (run.run_dir / archive.WORK_DIR).exists()
+    assert not (run.run_dir / archive.STAGING_DIR).exists()
+    listed = {e["path"] for e in run.read_manifest()["files"]}
+    on_disk = {p.relative_to(run.run_dir).as_posix() for p in run.run_dir.rglob("*") if p.is_file()}
+    assert on_disk - {"manifest.json"} == listed
+
+
+def test_out_that_is_a_file_is_one_line(tmp_path):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    with pytest.raises(BundleError, match="is not a folder"):
+        RunArchive(target)
