@@ -166,6 +166,14 @@ def safe_relative(path: object) -> str | None:
     return path
 
 
+def is_hidden(rel: str) -> bool:
+    """Whether an archive-relative POSIX path has a hidden part (``.staging/…``, ``.work/…``, ``.x``).
+
+    As bundle.archive's manifest writer, which never lists such files.
+    """
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
 def walk_archive(root: Path) -> tuple[list[str], list[str]]:
     """List regular files (relative POSIX paths) and symlinks/special entries under ``root``."""
     files: list[str] = []
@@ -195,7 +203,8 @@ def verify_run_archive(root: Path) -> ArchiveFiles:
         :class:`ArchiveFiles` with one verdict per file and aspect (``integrity.size_bytes``,
         ``integrity.sha256``, ``integrity.content_sha256``) plus layout verdicts
         (``integrity.manifest``, ``integrity.unlisted``, ``integrity.symlink``,
-        ``integrity.path``, ``integrity.missing``).
+        ``integrity.path``, ``integrity.missing``, ``integrity.hidden``: any hidden file left in the
+        folder, as the writer never lists one).
     """
     out = ArchiveFiles(root=root)
     t0 = time.perf_counter()
@@ -214,7 +223,11 @@ def verify_run_archive(root: Path) -> ArchiveFiles:
                                   "replace it by the regular file or remove it"))
     listed = {e["path"] for e in entries}
     for rel in present:
-        if rel != MANIFEST_NAME and rel not in listed:
+        if is_hidden(rel):
+            out.results.append(failed("integrity.hidden", rel, "hidden file in the run folder (scratch of an unfinished "
+                                      "phase under .staging/ or .work/?): a completed archive holds only the files "
+                                      "its manifest lists; finish or rerun the phase, or delete the file"))
+        elif rel != MANIFEST_NAME and rel not in listed:
             out.results.append(failed("integrity.unlisted", rel, "file is not listed in manifest.json: "
                                       "remove it or rebuild the manifest"))
     for entry in entries:
@@ -235,7 +248,10 @@ def _parse_manifest(manifest: object) -> list[dict]:
         p = get(item, "path", str, f"{where}: files.{i}")
         if safe_relative(p) is None or p == MANIFEST_NAME:
             raise RecordError(f"path {p!r} leaves the archive or is not a plain relative path "
-                              f"({where}: files.{i}): the manifest is corrupt")
+                              f"({where}: files.{i}): the manifest is corrupt", where)
+        if is_hidden(p):
+            raise RecordError(f"path {p!r} is hidden ({where}: files.{i}): the writer never lists hidden files "
+                              "(.staging/, .work/ scratch); the manifest is corrupt", where)
         entry = {
             "path": p,
             "size_bytes": get(item, "size_bytes", int, f"{where}: files.{i}"),

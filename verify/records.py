@@ -17,7 +17,20 @@ from bundle.errors import BundleError
 
 
 class RecordError(BundleError):
-    """Malformed evidence: ``<what> (<file>: <key path>): <what to do>``."""
+    """Malformed evidence: ``<what> (<file>: <key path>): <what to do>``.
+
+    Attributes:
+        where: the file (and position) the error names, as passed to :func:`get`, or None.
+    """
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
+
+    @property
+    def file(self) -> str | None:
+        """The archive-relative file named by :attr:`where` (text before any ``:``), or None."""
+        return self.where.split(":")[0].strip() if self.where else None
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false",
@@ -37,10 +50,10 @@ def parse_json(data: bytes, where: str) -> Any:
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
-        raise RecordError(f"record is not UTF-8 text ({where}, byte {exc.start}): regenerate the file") from None
+        raise RecordError(f"record is not UTF-8 text ({where}, byte {exc.start}): regenerate the file", where) from None
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
-        raise RecordError(f"record is not valid JSON ({where}): {msg}; regenerate the file") from None
+        raise RecordError(f"record is not valid JSON ({where}): {msg}; regenerate the file", where) from None
 
 
 def get(obj: Any, path: str | tuple[str, ...], kind: type | tuple[type, ...] | None, where: str) -> Any:
@@ -64,19 +77,19 @@ def get(obj: Any, path: str | tuple[str, ...], kind: type | tuple[type, ...] | N
         walked.append(part)
         if isinstance(cur, Mapping):
             if part not in cur:
-                raise RecordError(f"missing key '{'.'.join(walked)}' ({where}): the record is incomplete; regenerate it")
+                raise RecordError(f"missing key '{'.'.join(walked)}' ({where}): the record is incomplete; regenerate it", where)
             cur = cur[part]
         elif isinstance(cur, list) and part.isdigit():
             idx = int(part)
             if idx >= len(cur):
-                raise RecordError(f"missing list item '{'.'.join(walked)}' ({where}): the record is incomplete")
+                raise RecordError(f"missing list item '{'.'.join(walked)}' ({where}): the record is incomplete", where)
             cur = cur[idx]
         else:
-            raise RecordError(f"'{'.'.join(walked[:-1]) or '<top>'}' is not an object ({where}): wrong record layout")
+            raise RecordError(f"'{'.'.join(walked[:-1]) or '<top>'}' is not an object ({where}): wrong record layout", where)
     if kind is not None and not _is_kind(cur, kind):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         want = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
-        raise RecordError(f"'{path}' should be {want} but is {_describe(cur)} ({where}): fix or regenerate the record")
+        raise RecordError(f"'{path}' should be {want} but is {_describe(cur)} ({where}): fix or regenerate the record", where)
     return cur
 
 

@@ -43,11 +43,11 @@ def original_families() -> tuple[tuple[str, Family], ...]:
 
 def run_families() -> tuple[tuple[str, Family], ...]:
     """Checks of one of our run archives (families skip phases the archive lacks)."""
-    from verify.checks import run, run_compare, run_consistency, run_energy, run_profile
+    from verify.checks import run, run_compare, run_consistency, run_energy, run_profile, run_qualify
 
     return (
         ("run.fixtures", run.check_fixtures),
-        ("run.qualify", run.check_qualify),
+        ("run.qualify", run_qualify.check_qualify),
         ("run.compare_validate", run_compare.check_compare_validate),
         ("run.energy", run_energy.check_energy_phase),
         ("run.consistency", run_consistency.check_consistency),
@@ -65,7 +65,9 @@ def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], repo
         try:
             report.extend(family(files))
         except BundleError as exc:
-            report.extend([failed(f"{name}.error", files.root.name, str(exc))])
+            named = getattr(exc, "file", None)  # a RecordError names its file
+            subject = named if named and files.has(named) else files.root.name
+            report.extend([failed(f"{name}.error", subject, str(exc))])
         except Exception as exc:  # noqa: BLE001 - a bug in one check must not hide the others
             line = str(exc).splitlines()[0] if str(exc) else ""
             report.extend([failed(f"{name}.error", files.root.name, f"{type(exc).__name__}: {line}")])

@@ -1,14 +1,17 @@
-"""Rendering of verify reports: a rich table for people, JSON for machines.
+"""Rendering of verify reports: a rich table for a terminal, compact lines for pipes, JSON for machines.
 
-Rendering never decides a status. By default PASS verdicts are folded per check family
+Rendering never decides a status. In the table PASS verdicts are folded per check family
 (``energy.trial.*``: N checks), UNAVAILABLE verdicts sharing a check id and reason into one
-row; every FAIL has its own row; ``show_all`` lists every verdict.
+row; every FAIL has its own row; ``show_all`` lists every verdict. When stdout is not a
+terminal (a pipe, make, CI logs) :func:`render_compact` prints one summary line per archive,
+one line per FAIL and the UNAVAILABLE check ids with their counts, never wrapped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -74,6 +77,39 @@ def render_table(reports: Sequence[VerifyReport], console: Console, *, show_all:
             if "ncu_report_wait" in report.timings_s:
                 console.print(f"  .ncu-rep reads: {report.timings_s['ncu_report_read_in_workers']:.3f} s in worker "
                               f"processes, {report.timings_s['ncu_report_wait']:.3f} s of wall spent waiting for them")
+
+
+def _summary(report: VerifyReport) -> str:
+    counts = ", ".join(f"{report.count(s)} {s.value}" for s in Status)
+    return f"{report.archive} ({report.kind}): {'verified' if report.ok else 'FAILED'} ({counts})"
+
+
+def _line(r: CheckResult) -> str:
+    return f"  {r.status.value} {r.check_id} [{r.subject}]: {r.reason}".rstrip(": ")
+
+
+def render_compact(reports: Sequence[VerifyReport], echo: Callable[[str], None], *, show_all: bool = False,
+                   timings: bool = False) -> None:
+    """Plain lines for a non-terminal stdout: per archive a summary, each FAIL, the UNAVAILABLE ids.
+
+    Args:
+        echo: prints one line (``typer.echo``).
+        show_all: one line per verdict instead.
+    """
+    for report in reports:
+        echo(_summary(report))
+        if show_all:
+            for r in report.results:
+                echo(_line(r))
+        else:
+            for r in report.failures():
+                echo(_line(r))
+            ids = Counter(r.check_id for r in report.results if r.status is Status.UNAVAILABLE)
+            if ids:
+                echo(f"  {sum(ids.values())} UNAVAILABLE: " + ", ".join(f"{c} ({n})" for c, n in sorted(ids.items())))
+        if timings:
+            for key, value in report.timings_s.items():
+                echo(f"  timing {key}: {value:.3f} s")
 
 
 def render_json(reports: Sequence[VerifyReport]) -> str:

@@ -96,15 +96,23 @@ def build_report(archive: Path, out: Path, *, original: Path | None = None) -> P
         Path of REPORT.md.
 
     Raises:
-        BundleError: the archive's integrity fails (nothing is written).
+        BundleError: the archive's integrity fails, *out* is an existing file or cannot be
+            created, or matplotlib is missing (nothing is written). REPORT.md and each PNG are
+            written atomically (temporary file, then rename).
     """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BundleError(f"--out {out} is an existing file, not a folder: pass a folder for REPORT.md and the figures")
+    plots.require_matplotlib()
     rep = verify_archive(Path(archive))
     if any(r.status is Status.FAIL and r.check_id.startswith("integrity.") for r in rep):
         raise BundleError(f"archive fails integrity ({archive}): run `rev88 verify {archive}`; no report is built "
                           "from unverified bytes")
     orig = verify_archive(Path(original)) if original is not None and Path(original).is_dir() else None
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BundleError(f"cannot create the report folder {out} ({exc.strerror}): pass a writable --out folder") from None
     counts = ", ".join(f"{rep.count(s)} {s.value}" for s in Status)
     lines = [f"# rev88 reproduction report: `{Path(archive).name}`", "",
              f"Verification: **{'passed' if rep.ok else 'FAILED'}** ({counts}). Every figure below is a value the "

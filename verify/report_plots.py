@@ -2,19 +2,60 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
+from bundle.errors import BundleError
+
+MISSING_MATPLOTLIB = "rev88 report needs matplotlib: pip install 'rev88-bundle[report]' or run `make report`"
 Row = tuple[str, float | None, float | None, float | None, float | None]
 """(label, ours, ours SD or None, theirs, theirs SD or None)."""
 
 
 def _plt():
-    import matplotlib  # noqa: PLC0415
+    """matplotlib.pyplot on the Agg backend.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    Raises:
+        BundleError: matplotlib is not installed (the ``report`` extra).
+    """
+    try:
+        import matplotlib  # noqa: PLC0415
 
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        raise BundleError(MISSING_MATPLOTLIB) from None
     return plt
+
+
+def require_matplotlib() -> None:
+    """Fail early, before any work, when matplotlib is missing.
+
+    Raises:
+        BundleError: one line saying how to install it.
+    """
+    _plt()
+
+
+def _save(fig, path: Path) -> None:
+    """Write *fig* as PNG atomically: a temporary file in the same folder, then ``os.replace``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=130)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    finally:
+        _plt().close(fig)
 
 
 def _pairs(ax, rows: list[Row], names: tuple[str, str], ylabel: str) -> None:
@@ -40,8 +81,7 @@ def paired_bars(path: Path, title: str, ylabel: str, rows: list[Row], names: tup
         ax.set_ylim(*ylim)
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def interval_bars(path: Path, title: str, ylabel: str,
@@ -62,8 +102,7 @@ def interval_bars(path: Path, title: str, ylabel: str,
     ax.legend(handles=[Patch(color="C0", label="H200 interleaved"), Patch(color="C2", label="H200 original protocol"),
                        Patch(color="C1", label="A100 (original study)")], fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def two_panel_bars(path: Path, title: str, left: list[Row], right: list[Row], ylabels: tuple[str, str],
@@ -75,5 +114,4 @@ def two_panel_bars(path: Path, title: str, left: list[Row], right: list[Row], yl
         _pairs(ax, rows, names, ylabel)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, path)

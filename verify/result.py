@@ -130,12 +130,13 @@ def check_true(check_id: str, subject: str, condition: bool, reason_if_false: st
     return failed(check_id, subject, reason_if_false, recorded=recorded, recomputed=recomputed)
 
 
-def guarded(check_id: str, subject: str, checks: Callable[[], Iterable[CheckResult]]) -> list[CheckResult]:
+def guarded(check_id: str, subject: str | None, checks: Callable[[], Iterable[CheckResult]]) -> list[CheckResult]:
     """Run one record's checks so that a malformed record fails alone.
 
     Malformed evidence (:class:`~bundle.errors.BundleError`, e.g. a missing key) or an
     unexpected exception inside ``checks`` becomes one FAIL ``check_id`` naming ``subject``
-    (the record's archive path); the caller goes on with the other records.
+    (the record's archive path; None: the file the error names, else ``"archive"``); the
+    caller goes on with the other records.
 
     Returns:
         The verdicts of ``checks``, or that one FAIL.
@@ -143,10 +144,10 @@ def guarded(check_id: str, subject: str, checks: Callable[[], Iterable[CheckResu
     try:
         return list(checks())
     except BundleError as exc:
-        return [failed(check_id, subject, str(exc))]
+        return [failed(check_id, subject or getattr(exc, "file", None) or "archive", str(exc))]
     except Exception as exc:  # noqa: BLE001 - a bug on one record must not hide the others
         line = str(exc).splitlines()[0] if str(exc) else ""
-        return [failed(check_id, subject, f"{type(exc).__name__}: {line}")]
+        return [failed(check_id, subject or "archive", f"{type(exc).__name__}: {line}")]
 
 
 def check_field(check_id: str, subject: str, obj: Any, key: str, kind: type | tuple[type, ...], want: Any, *,

@@ -25,18 +25,24 @@ def register(app: typer.Typer) -> None:
         show_all: Annotated[bool, typer.Option("--all", help="one row per verdict (no folding)")] = False,
         timings: Annotated[bool, typer.Option("--timings", help="print wall time and hashing share")] = False,
     ) -> None:
-        """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields."""
+        """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields.
+
+        On a terminal the verdicts are a table; in a pipe one summary line per archive plus one line per FAIL.
+        """
         from rich.console import Console
 
         from verify.registry import discover_archives, verify_archive
-        from verify.render import render_json, render_table
+        from verify.render import render_compact, render_json, render_table
 
         paths = list(archives) if archives else discover_archives(DEFAULT_EVIDENCE)
         reports = [verify_archive(p) for p in paths]
+        console = Console()
         if as_json:
             typer.echo(render_json(reports))
-        else:
-            render_table(reports, Console(), show_all=show_all, timings=timings)
+        elif console.is_terminal:
+            render_table(reports, console, show_all=show_all, timings=timings)
+        else:  # a pipe, make or CI: compact unwrapped lines, not an 80-column table
+            render_compact(reports, typer.echo, show_all=show_all, timings=timings)
         if not all(r.ok for r in reports):
             raise typer.Exit(code=1)
 

@@ -16,25 +16,22 @@ from typer.testing import CliRunner
 
 from bundle import archive, data
 from bundle.cli import app
+from bundle.phases.qualify import score_predictions
 from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
-from verify.checks.accuracy import aggregate
 from verify.registry import verify_archive
 from verify.result import Status
 
 
 def _build(root: Path) -> Path:
-    """A run archive with a qualify phase (11 predictions + accuracy record) and a raw gz output."""
+    """A run archive with a qualify phase (11 predictions + the scorer's accuracy record) and a raw gz output."""
     run = archive.RunArchive(root, run_id="synthetic")
-    rows, corrects = [], []
     with run.phase("qualify") as stage:
         for i in range(data.DRAW_COUNT):
             labels = data.evaluation_labels(i)
             preds = labels.copy()
             preds[: 1000 + 17 * i] = (preds[: 1000 + 17 * i] + 1) % 10  # a known number of errors
             archive.write_npy(stage / f"draw-{i:02d}.predictions.npy", preds)
-            corrects.append(int((preds == labels).sum()))
-            rows.append({"draw": i, "correct": corrects[-1], "total": 10_000})
-        archive.write_json_gz(stage / "accuracy.json.gz", {"rows": rows, **aggregate(corrects)})
+        archive.write_json_gz(stage / "accuracy.json.gz", score_predictions(stage.path, range(data.DRAW_COUNT)))
         archive.write_bytes_gz(stage / "notes.txt.gz", b"raw tool output\n" * 100)
     return root
 

@@ -20,11 +20,7 @@ from verify.checks.consistency import check_config, check_same
 from verify.checks.run_common import frozen_predictions_sha, frozen_smoke_predictions_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_list, get_str
-from verify.result import CheckResult, check_equal, failed, passed, unavailable
-
-
-def _members(f: ArchiveFiles, phase: str, suffix: str) -> list[str]:
-    return sorted(p for p in f.content if p.startswith(f"{phase}/") and p.endswith(suffix))
+from verify.result import CheckResult, check_equal, failed, guarded, unavailable
 
 
 def fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
@@ -48,32 +44,39 @@ def which_draw(metadata: dict, where: str) -> int | None:
 
 
 def check_fixtures(f: ArchiveFiles) -> list[CheckResult]:
-    """Every fixture record: config, draw inputs, memory, inventory, energy, predictions, frozen reference."""
+    """Every fixture record: config, draw inputs, memory, inventory, energy, predictions, frozen reference.
+
+    Each record is checked on its own: a malformed one is one FAIL naming its file.
+    """
     out: list[CheckResult] = []
     software = []
     for rel, rec in fixture_records(f):
-        md = get_dict(rec, "metadata", rel)
-        ws = get(rec, "cublas_workspace_config", (str, type(None)), rel)
-        s = f"{rel} {ws}"
-        out.append(check_config(get_dict(rec, "config", rel), subject=rel))
-        out.append(check_equal("run.fixture.test_labels_read", s, get(rec, "test_labels_read", bool, rel), False))
-        draw = which_draw(md, rel)
-        if draw is not None:
-            out += draws.check_draw_record_hashes(draw, md, subject=s, where=rel, images="exact")
-            out.append(draws.check_epoch_permutations(get_list(md, "epoch_permutation_sha256", rel), n=10_000,
-                                                      seed=get(md, "config.seed", int, rel), subject=s))
-        mem = rec.get("memory")
-        if mem:
-            out += memory.check_fixture_memory(mem, subject=s, where=rel)
-            out += memory.check_inventory(get_dict(rec, "buffer_inventory", rel),
-                                          get(mem, "allocated_after_invoke_bytes", int, rel), subject=s, where=rel)
-        if rec.get("energy"):
-            out += run_energy.check_record_energy(rec, subject=s, where=rel)
-        out += _check_predictions(f, rel, rec, s, draw)
+        out += guarded("run.fixture.error", rel, lambda rel=rel, rec=rec: _check_fixture(f, rel, rec))
         software.append((rel, rec.get("software")))
     if software:
         out.append(check_same("consistency.software", software, what="software"))
     return out
+
+
+def _check_fixture(f: ArchiveFiles, rel: str, rec: dict) -> list[CheckResult]:
+    md = get_dict(rec, "metadata", rel)
+    ws = get(rec, "cublas_workspace_config", (str, type(None)), rel)
+    s = f"{rel} {ws}"
+    out = [check_config(get_dict(rec, "config", rel), subject=rel),
+           check_equal("run.fixture.test_labels_read", s, get(rec, "test_labels_read", bool, rel), False)]
+    draw = which_draw(md, rel)
+    if draw is not None:
+        out += draws.check_draw_record_hashes(draw, md, subject=s, where=rel, images="exact")
+        out.append(draws.check_epoch_permutations(get_list(md, "epoch_permutation_sha256", rel), n=10_000,
+                                                  seed=get(md, "config.seed", int, rel), subject=s))
+    mem = rec.get("memory")
+    if mem:
+        out += memory.check_fixture_memory(mem, subject=s, where=rel)
+        out += memory.check_inventory(get_dict(rec, "buffer_inventory", rel),
+                                      get(mem, "allocated_after_invoke_bytes", int, rel), subject=s, where=rel)
+    if rec.get("energy"):
+        out += run_energy.check_record_energy(rec, subject=s, where=rel)
+    return out + _check_predictions(f, rel, rec, s, draw)
 
 
 def predictions_paths(f: ArchiveFiles) -> dict[str, str]:
@@ -140,44 +143,3 @@ def _check_predictions(f: ArchiveFiles, rel: str, rec: dict, s: str, draw: int |
     return check_prediction_file(f, path, subject=s, count=get(md, "test_count", int, rel),
                                  payload_sha=get_str(md, "predictions_sha256", rel), draw=draw,
                                  file_sha=rec.get("predictions_file_sha256"))
-
-
-def check_qualify(f: ArchiveFiles) -> list[CheckResult]:
-    """qualify/: all 11 draws' predictions rescored; aggregate vs accuracy.json.gz."""
-    preds = _members(f, "qualify", ".predictions.npy")
-    if not preds:
-        return []
-    out: list[CheckResult] = []
-    corrects: list[int] = []
-    for i in range(data.DRAW_COUNT):
-        path = f"qualify/draw-{i:02d}.predictions.npy"
-        if not f.has(path):
-            out.append(failed("accuracy.draw.present", f"draw-{i:02d}", f"{path} missing: all 11 draws are required"))
-            continue
-        arr = np.load(io.BytesIO(f.read(path)), allow_pickle=False)
-        rec_rel = f"qualify/draw-{i:02d}.json.gz"
-        if f.has(rec_rel):
-            rec = f.json(rec_rel)
-            out += check_prediction_file(f, path, subject=rec_rel, count=data.TEST_COUNT,
-                                         payload_sha=get_str(rec, "predictions_sha256", rec_rel), draw=i,
-                                         file_sha=get_str(rec, "predictions_file_sha256", rec_rel))
-        else:
-            out.append(failed("accuracy.draw.record", f"draw-{i:02d}", f"{rec_rel} missing"))
-        correct, confusion = accuracy.score(arr, data.evaluation_labels(i))
-        corrects.append(correct)
-        out.append(passed("accuracy.draw.correct", f"draw-{i:02d}", recomputed=correct,
-                          reason="rescored against the evaluation labels after every hash matched"))
-        out.append(passed("accuracy.draw.confusion", f"draw-{i:02d}", recomputed=confusion.tolist()))
-    if f.has("qualify/accuracy.json.gz") and len(corrects) == data.DRAW_COUNT:
-        acc = f.json("qualify/accuracy.json.gz")
-        out += accuracy.check_aggregate(acc, corrects, subject="qualify/accuracy.json.gz",
-                                        where="qualify/accuracy.json.gz")
-        rows = acc.get("rows") if isinstance(acc, dict) else None
-        if isinstance(rows, list):
-            out.append(check_equal("accuracy.rows.correct", "qualify/accuracy.json.gz",
-                                   [get(r, "correct", int, "qualify/accuracy.json.gz") for r in rows], corrects))
-    elif len(corrects) == data.DRAW_COUNT:
-        out.append(failed("accuracy.record", "qualify/accuracy.json.gz", "accuracy record absent"))
-    return out
-
-

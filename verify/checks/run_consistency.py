@@ -26,7 +26,7 @@ from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, chec
 from verify.checks.run_common import compare_fields, json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed
+from verify.result import CheckResult, check_equal, check_true, failed, guarded
 
 QUALIFY_WORKSPACE = ":16:8"
 """Qualification runs the preferred workspace config (spec 7.4 ``cublas_workspace_config``)."""
@@ -65,20 +65,20 @@ def check_workspaces(f: ArchiveFiles) -> list[CheckResult]:
     if f.has("validate/smoke/cli.json.gz"):
         records.append(("validate/smoke/cli.json.gz", f.json("validate/smoke/cli.json.gz")))
     for rel, rec in records:
-        got = get(rec, "cublas_workspace_config", (str, type(None)), rel)
         if rel not in requested:
             out.append(failed("consistency.workspace_requested", rel, "no phase record names this fixture record, "
                               "so the workspace config it was meant to run is unknown"))
             continue
         want, source = requested[rel]
-        out.append(check_equal("consistency.workspace_requested", f"{rel} (requested by {source})", got, want,
-                               what="cuBLAS workspace config run vs requested"))
-    for i in range(data.DRAW_COUNT):
-        rel = f"qualify/draw-{i:02d}.json.gz"
-        if f.has(rel):
-            out.append(check_equal("consistency.workspace_requested", rel,
-                                   get(f.json(rel), "fixture.cublas_workspace_config", str, rel), QUALIFY_WORKSPACE,
-                                   what="qualification workspace config"))
+        out += guarded("consistency.workspace_requested", rel, lambda rel=rel, rec=rec, want=want, source=source: [
+            check_equal("consistency.workspace_requested", f"{rel} (requested by {source})",
+                        get(rec, "cublas_workspace_config", (str, type(None)), rel), want,
+                        what="cuBLAS workspace config run vs requested")])
+    for rel in qualify_records(f):
+        out += guarded("consistency.workspace_requested", rel, lambda rel=rel: [
+            check_equal("consistency.workspace_requested", rel, get(f.json(rel), "fixture.cublas_workspace_config",
+                                                                     str, rel), QUALIFY_WORKSPACE,
+                        what="qualification workspace config")])
     worker = json_record(f, "validate/smoke/worker.json.gz")
     val = json_record(f, "validate/validation.json.gz")
     if worker and val:
@@ -88,22 +88,15 @@ def check_workspaces(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def _device_records(f: ArchiveFiles) -> list[tuple[str, str, dict, dict, dict | None]]:
-    """(phase, path, hardware, software, execution or None) of every record that states where it ran."""
-    out = []
-    for rel, rec in run.fixture_records(f):
-        out.append((rel.split("/")[0], rel, get_dict(rec, "hardware", rel), get_dict(rec, "software", rel),
-                    rec.get("execution")))
-    for rel in sorted(f.content):
-        if rel.startswith("qualify/draw-") and rel.endswith(".json.gz"):
-            rec = f.json(rel)
-            out.append(("qualify", rel, get_dict(rec, "fixture.hardware", rel), get_dict(rec, "fixture.software", rel),
-                        get(rec, "fixture.execution", (dict, type(None)), rel)))
+def _device_records(f: ArchiveFiles) -> list[tuple[str, str, object, str]]:
+    """(phase, path, record, key prefix of hardware/software/execution) of every record that states where it ran."""
+    out: list[tuple[str, str, object, str]] = [(rel.split("/")[0], rel, rec, "") for rel, rec in run.fixture_records(f)]
+    out += [("qualify", rel, f.json(rel), "fixture.") for rel in sorted(f.content)
+            if rel.startswith("qualify/draw-") and rel.endswith(".json.gz")]
     for rel in ("validate/validation.json.gz", "validate/smoke/worker.json.gz", "validate/smoke/cli.json.gz"):
         rec = json_record(f, rel)
         if rec is not None:
-            out.append(("validate", rel, get_dict(rec, "hardware", rel), get_dict(rec, "software", rel),
-                        rec.get("execution")))
+            out.append(("validate", rel, rec, ""))
     return out
 
 
@@ -134,17 +127,27 @@ def check_environment(f: ArchiveFiles) -> list[CheckResult]:
     out.append(check_true("consistency.environment.phases", rel, sorted(phases_listed) == present,
                           f"executions list phases {sorted(phases_listed)} but the archive holds {present}: each "
                           "phase must be stated exactly once", recomputed=present))
-    for phase, path, hw, sw, ex in _device_records(f):
-        uuid, driver = hw.get("uuid"), hw.get("driver_version")
-        match = [e for e in execs if phase in e.get("phases", []) and e.get("gpu_uuid") == uuid
-                 and e.get("driver_version") == driver and e.get("software") == sw]
-        out.append(check_true("consistency.execution", path, len(match) == 1,
-                              f"device {uuid} driver {driver} torch {sw.get('torch')} matches no execution of "
-                              f"{rel} listing phase {phase}", recomputed={"gpu_uuid": uuid, "driver_version": driver,
-                                                                         "software": sw}))
-        if match and ex is not None:
-            out.append(compare_fields("consistency.execution_record", path, ex,
-                                      {k: match[0].get(k) for k in EXECUTION_KEYS}, what="the record's execution"))
+    for record in _device_records(f):
+        out += guarded("consistency.execution", record[1], lambda record=record: _check_execution(record, execs, rel))
+    return out
+
+
+def _check_execution(record: tuple[str, str, object, str], execs: list, rel: str) -> list[CheckResult]:
+    """One record's device and software against the executions of environment.json.gz."""
+    phase, path, rec, prefix = record
+    hw = get_dict(rec, f"{prefix}hardware", path)
+    sw = get_dict(rec, f"{prefix}software", path)
+    ex = get(rec, f"{prefix}execution", (dict, type(None)), path) if prefix else rec.get("execution")
+    uuid, driver = hw.get("uuid"), hw.get("driver_version")
+    match = [e for e in execs if isinstance(e, dict) and phase in e.get("phases", []) and e.get("gpu_uuid") == uuid
+             and e.get("driver_version") == driver and e.get("software") == sw]
+    out = [check_true("consistency.execution", path, len(match) == 1,
+                      f"device {uuid} driver {driver} torch {sw.get('torch')} matches no execution of "
+                      f"{rel} listing phase {phase}", recomputed={"gpu_uuid": uuid, "driver_version": driver,
+                                                                 "software": sw})]
+    if match and ex is not None:
+        out.append(compare_fields("consistency.execution_record", path, ex,
+                                  {k: match[0].get(k) for k in EXECUTION_KEYS}, what="the record's execution"))
     return out
 
 
@@ -158,17 +161,20 @@ def check_configs(f: ArchiveFiles) -> list[CheckResult]:
             continue  # the smoke config is synthetic (batch 8), checked with the validation
         out.append(check_equal("consistency.config_file", rel, hashlib.sha256(f.read(rel)).hexdigest(), config_sha,
                                what="config.json sha256 vs the frozen config in protocol order"))
-    shas = []
+    shas: list[str] = []
+
+    def one(rel: str, rec: object, keys: tuple[str, ...], sha_key: str) -> list[CheckResult]:
+        verdicts = [check_config(get_dict(rec, k, rel), subject=rel if k == "config" else f"{rel} metadata")
+                    for k in keys]
+        shas.append(get_str(rec, sha_key, rel))
+        return verdicts
+
     for rel, rec in run.fixture_records(f):
-        out.append(check_config(get_dict(rec, "metadata.config", rel), subject=f"{rel} metadata"))
-        shas.append(get_str(rec, "config_file_sha256", rel))
-    for i in range(data.DRAW_COUNT):
-        rel = f"qualify/draw-{i:02d}.json.gz"
-        if f.has(rel):
-            rec = f.json(rel)
-            out.append(check_config(get_dict(rec, "config", rel), subject=rel))
-            out.append(check_config(get_dict(rec, "metadata.config", rel), subject=f"{rel} metadata"))
-            shas.append(get_str(rec, "fixture.config_file_sha256", rel))
+        out += guarded("consistency.config", rel, lambda rel=rel, rec=rec: one(rel, rec, ("metadata.config",),
+                                                                               "config_file_sha256"))
+    for rel in qualify_records(f):
+        out += guarded("consistency.config", rel, lambda rel=rel: one(rel, f.json(rel), ("config", "metadata.config"),
+                                                                      "fixture.config_file_sha256"))
     out.append(check_true("consistency.config_file_sha256", f"{len(shas)} records", all(s == config_sha for s in shas),
                           f"a record's config_file_sha256 is not the frozen config's {config_sha}",
                           recomputed=sorted(set(shas))))
@@ -180,15 +186,20 @@ def check_inputs(f: ArchiveFiles) -> list[CheckResult]:
     from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415 - torch-free writer helper
 
     by_draw: dict[int, set[tuple[str, str]]] = {}
-    for rel, rec in run.fixture_records(f):
-        draw = run.which_draw(get_dict(rec, "metadata", rel), rel)
-        if draw is not None:
-            by_draw.setdefault(draw, set()).add((get_str(rec, "input_archive_sha256", rel), rel.split("/")[0]))
-    for i in range(data.DRAW_COUNT):
-        rel = f"qualify/draw-{i:02d}.json.gz"
-        if f.has(rel):
-            by_draw.setdefault(i, set()).add((get_str(f.json(rel), "fixture.input_archive_sha256", rel), "qualify"))
     out: list[CheckResult] = []
+
+    def note(rel: str, draw: int | None, sha: str) -> list[CheckResult]:
+        if draw is not None:
+            by_draw.setdefault(draw, set()).add((sha, rel.split("/")[0]))
+        return []
+
+    for rel, rec in run.fixture_records(f):
+        out += guarded("consistency.input_archive_sha256", rel, lambda rel=rel, rec=rec: note(
+            rel, run.which_draw(get_dict(rec, "metadata", rel), rel), get_str(rec, "input_archive_sha256", rel)))
+    for rel in qualify_records(f):
+        i = int(rel[len("qualify/draw-"):-len(".json.gz")])
+        out += guarded("consistency.input_archive_sha256", rel, lambda rel=rel, i=i: note(
+            rel, i, get_str(f.json(rel), "fixture.input_archive_sha256", rel)))
     rebuilt: dict[int, str] = {}
     for draw, recorded in sorted(by_draw.items()):
         inputs = data.load_draw(draw).learner_inputs()
@@ -234,6 +245,19 @@ def check_prediction_coverage(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
+def qualify_records(f: ArchiveFiles) -> list[str]:
+    """Archive paths of the qualification draw records present (``qualify/draw-XX.json.gz``)."""
+    return [p for i in range(data.DRAW_COUNT) if f.has(p := f"qualify/draw-{i:02d}.json.gz")]
+
+
 def check_consistency(f: ArchiveFiles) -> list[CheckResult]:
-    """Family entry: environment, configuration, workspace configs, inputs, prediction coverage."""
-    return check_environment(f) + check_configs(f) + check_workspaces(f) + check_inputs(f) + check_prediction_coverage(f)
+    """Family entry: environment, configuration, workspace configs, inputs, prediction coverage.
+
+    Each part runs on its own; malformed evidence in one becomes one FAIL naming the file.
+    """
+    out: list[CheckResult] = []
+    for name, part in (("environment", check_environment), ("config", check_configs),
+                       ("workspace_requested", check_workspaces), ("input_archive_sha256", check_inputs),
+                       ("predictions_covered", check_prediction_coverage)):
+        out += guarded(f"consistency.{name}.error", None, lambda part=part: part(f))
+    return out

@@ -18,8 +18,7 @@ from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL, accuracy, draws
 from verify.checks.run import check_prediction_file
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_list, get_str
-from verify.result import CheckResult, Status, check_close, check_equal, check_field, failed, guarded,
-                           passed
+from verify.result import CheckResult, Status, check_close, check_equal, check_field, failed, guarded, passed
 
 SCHEMA_VERSION = 1
 ACCURACY = "qualify/accuracy.json.gz"
