@@ -128,6 +128,10 @@ def test_full_cpu_qualification_reproduces_the_frozen_predictions(tmp_path):
         assert accuracy["rows"][i]["test_labels_sha256"] == FROZEN_ACCURACY["rows"][i]["test_labels_sha256"]
     again = runner.invoke(app, ["qualify", "--device", "cpu", "--out", str(tmp_path / "run")])
     assert again.exit_code == 2 and "already complete" in again.stderr
+    # The archive the command wrote passes the offline verifier (and nothing is left unlisted).
+    verified = runner.invoke(app, ["verify", str(tmp_path / "run")])
+    assert verified.exit_code == 0, verified.output
+    assert " 0 FAIL" in verified.output
 
 
 @pytest.mark.gpu

@@ -67,6 +67,10 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
         if rec is None or not f.has(pred_rel):
             out.append(failed("compare.config.files", subject, f"{rec_rel} or {pred_rel} is not in the archive"))
             continue
+        if rec.get("device") == "cpu":
+            out.append(failed("compare.config.device", subject, f"{rec_rel} was made with --device cpu (a "
+                              "diagnostic without CUDA memory figures): rerun compare on a GPU host"))
+            continue
         records[ws] = rec
         arrays[ws] = np.load(io.BytesIO(f.read(pred_rel)), allow_pickle=False)
         md = get_dict(rec, "metadata", rec_rel)

@@ -91,8 +91,7 @@ def check_workspaces(f: ArchiveFiles) -> list[CheckResult]:
 def _device_records(f: ArchiveFiles) -> list[tuple[str, str, object, str]]:
     """(phase, path, record, key prefix of hardware/software/execution) of every record that states where it ran."""
     out: list[tuple[str, str, object, str]] = [(rel.split("/")[0], rel, rec, "") for rel, rec in run.fixture_records(f)]
-    out += [("qualify", rel, f.json(rel), "fixture.") for rel in sorted(f.content)
-            if rel.startswith("qualify/draw-") and rel.endswith(".json.gz")]
+    out += [("qualify", rel, f.json(rel), "fixture.") for rel in qualify_records(f)]
     for rel in ("validate/validation.json.gz", "validate/smoke/worker.json.gz", "validate/smoke/cli.json.gz"):
         rec = json_record(f, rel)
         if rec is not None:
@@ -111,13 +110,21 @@ def check_environment(f: ArchiveFiles) -> list[CheckResult]:
     execs = get_list(env, "executions", rel)
     for i, ex in enumerate(execs):
         w = f"{rel}: executions.{i}"
+        cuda_phases = sorted(set(ex.get("phases") or []) - {"qualify"}) if isinstance(ex, dict) else []
+        if cuda_phases and ex.get("gpu") is None and ex.get("gpu_uuid") is None:
+            # A run made without a CUDA device (`--device cpu`) is a diagnostic, not protocol evidence.
+            out.append(failed("consistency.environment.cuda_device", f"{rel} executions.{i}",
+                              f"phases {cuda_phases} ran without a CUDA device (a `--device cpu` diagnostic): "
+                              "not protocol evidence; rerun them on a GPU host (qualification on the CPU "
+                              "is a protocol run)"))
+            continue
         pinned = get(ex, "pinned_image", bool, w)
         engine = get_str(ex, "engine", w)
         statement = get_str(ex, "statement", w)
         software = get_dict(ex, "software", w)
         honest = (pinned == (engine == "docker" and hostinfo.software_matches_pin(software))
                   and (pinned or "not the pinned" in statement) and (engine != "native" or ex.get("image_reference") is None)
-                  and get_str(ex, "gpu", w) in statement and get_str(software, "torch", w) in statement)
+                  and (ex.get("gpu") or "no CUDA device") in statement and get_str(software, "torch", w) in statement)
         out.append(check_true("consistency.environment.statement", f"{rel} executions.{i} ({', '.join(ex.get('phases', []))})",
                               honest, f"engine {engine}, pinned_image {pinned}, software {software}, statement "
                               f"{statement!r}: only a container with the pinned stack may claim the pinned image, "
@@ -246,8 +253,47 @@ def check_prediction_coverage(f: ArchiveFiles) -> list[CheckResult]:
 
 
 def qualify_records(f: ArchiveFiles) -> list[str]:
-    """Archive paths of the qualification draw records present (``qualify/draw-XX.json.gz``)."""
+    """Archive paths of the fresh-process qualification records (``qualify/draw-XX.json.gz`` with a
+    ``fixture`` block); in-process records (``rev88 qualify --in-process``, the CPU default) have none."""
+    return [rel for rel in all_qualify_records(f) if isinstance(f.json(rel).get("fixture"), dict)]
+
+
+def all_qualify_records(f: ArchiveFiles) -> list[str]:
+    """Archive paths of every qualification draw record present."""
     return [p for i in range(data.DRAW_COUNT) if f.has(p := f"qualify/draw-{i:02d}.json.gz")]
+
+
+def in_process_qualify_records(f: ArchiveFiles) -> list[str]:
+    """Qualification records trained in the command's own process (no fixture block)."""
+    fresh = set(qualify_records(f))
+    return [rel for rel in all_qualify_records(f) if rel not in fresh]
+
+
+def check_in_process_qualify(f: ArchiveFiles) -> list[CheckResult]:
+    """In-process qualification records: frozen config, workspace (``:16:8`` on CUDA), and the torch
+    version and device of the one execution that lists ``qualify``."""
+    out: list[CheckResult] = []
+    env = json_record(f, "environment.json.gz") or {}
+    execs = [e for e in env.get("executions", []) if isinstance(e, dict) and "qualify" in e.get("phases", [])]
+    for rel in in_process_qualify_records(f):
+        def one(rel: str = rel) -> list[CheckResult]:
+            rec = f.json(rel)
+            device = get_str(rec, "device", rel)
+            verdicts = [check_config(get_dict(rec, "config", rel), subject=rel),
+                        check_config(get_dict(rec, "metadata.config", rel), subject=f"{rel} metadata")]
+            if device == "cuda":
+                verdicts.append(check_equal("consistency.workspace_requested", rel,
+                                            get(rec, "workspace_config", (str, type(None)), rel), QUALIFY_WORKSPACE,
+                                            what="qualification workspace config"))
+            torch_version = get_str(rec, "software.torch", rel)
+            verdicts.append(check_true("consistency.execution", rel, len(execs) == 1
+                                       and (execs[0].get("software") or {}).get("torch") == torch_version
+                                       and (device == "cuda") == (execs[0].get("gpu") is not None),
+                                       f"device {device}, torch {torch_version} matches no single execution "
+                                       "listing phase qualify", recomputed={"device": device, "torch": torch_version}))
+            return verdicts
+        out += guarded("consistency.in_process_qualify", rel, one)
+    return out
 
 
 def check_consistency(f: ArchiveFiles) -> list[CheckResult]:
@@ -258,6 +304,7 @@ def check_consistency(f: ArchiveFiles) -> list[CheckResult]:
     out: list[CheckResult] = []
     for name, part in (("environment", check_environment), ("config", check_configs),
                        ("workspace_requested", check_workspaces), ("input_archive_sha256", check_inputs),
-                       ("predictions_covered", check_prediction_coverage)):
+                       ("predictions_covered", check_prediction_coverage),
+                       ("in_process_qualify", check_in_process_qualify)):
         out += guarded(f"consistency.{name}.error", None, lambda part=part: part(f))
     return out
