@@ -67,8 +67,12 @@ RUN find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) 
 FROM verify-base AS verify
 COPY --from=verify-build /opt/venv /opt/venv
 COPY data/mnist /opt/rev88/data/mnist
+# The frozen reference (the original study's JSON evidence, <1 MB): our archives' predictions
+# are compared with it wherever the evidence folder is mounted.
+COPY evidence/rev88-original /opt/rev88/evidence/rev88-original
 ENV PATH=/opt/venv/bin:$PATH \
     REV88_RAW_DIR=/opt/rev88/data/mnist \
+    REV88_ORIGINAL_DIR=/opt/rev88/evidence/rev88-original \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 WORKDIR /evidence

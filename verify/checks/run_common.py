@@ -9,6 +9,7 @@ show), or a FAIL naming the first fields that differ.
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ REL_TOL = 1e-12
 the margin only admits a different libm)."""
 ABS_TOL = 1e-15
 
-ORIGINAL_ROOT = Path(__file__).resolve().parents[2] / "evidence" / "rev88-original"
+# The frozen reference: REV88_ORIGINAL_DIR (set in the verify image), else the repository's copy.
+ORIGINAL_ROOT = Path(os.environ.get("REV88_ORIGINAL_DIR")
+                     or Path(__file__).resolve().parents[2] / "evidence" / "rev88-original")
 """The frozen reference archive shipped next to run archives."""
 
 
