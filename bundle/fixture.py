@@ -523,11 +523,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rev88 fixture: error: {exc}", file=sys.stderr)
         return exc.exit_code
     memory = record.get("memory") or {}
-    print(
-        f"fixture {record['mode']}/{record['requested_scope']} {record['cublas_workspace_config']}: "
-        f"peak allocated {memory.get('prepare_and_invoke_peak_allocated_bytes')} B, "
-        f"predictions {record['metadata']['predictions_sha256']}"
-    )
+    peak = memory.get("prepare_and_invoke_peak_allocated_bytes")
+    peak_text = f"peak allocated {peak} B" if peak is not None else "no CUDA memory figures (cpu diagnostic)"
+    print(f"fixture {record['mode']}/{record['requested_scope']} {record['cublas_workspace_config']}: "
+          f"{peak_text}, predictions {record['metadata']['predictions_sha256']}")
     return 0
 
 

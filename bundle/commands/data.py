@@ -54,7 +54,7 @@ def check(
     if bad:
         first = bad[0]
         raise BundleError(f"{len(bad)} raw file(s) not ok in {folder} (first: {first['file']} {first['status']}, "
-                          f"expected sha256 {first['expected_sha256']}, got {first['sha256']}): "
+                          f"expected sha256 {first['expected_sha256']}, got {first['sha256'] or 'no file'}): "
                           f"run `rev88 data fetch --dest {folder}`")
 
 

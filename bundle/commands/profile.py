@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
             "--ncu", help="ncu executable (else $REV88_NCU, PATH, /opt/nvidia/nsight-compute/*/ncu, "
                           "/usr/local/cuda/bin/ncu)")] = None,
         raw_dir: Annotated[Path | None, typer.Option(
-            "--raw-dir", help="keep ncu's uncompressed outputs here (default: a scratch folder, removed)")] = None,
+            "--scratch-dir", help="keep ncu's uncompressed outputs here (default: RUN_DIR/.work/profile, removed)")] = None,
         force: Annotated[bool, typer.Option("--force", help="replace a completed profile phase")] = False,
         keep_reports: Annotated[str, typer.Option(
             "--keep-reports", help="first: store the .ncu-rep of repeat 0 of each profile (all are "
