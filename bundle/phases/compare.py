@@ -25,6 +25,7 @@ from bundle.archive import RunArchive
 from bundle.errors import BundleError
 from bundle.jobs import Engine
 from bundle.phases.fixture_runner import (
+    draw_inputs,
     fixture_job,
     load_predictions,
     run_fixture_job,
@@ -216,14 +217,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
             or the phase is already complete without *force*.
     """
     from_draw = inputs is None
-    if inputs is None:
-        from bundle.data import load_draw  # noqa: PLC0415
-
-        inputs = load_draw(draw_index, raw_dir).learner_inputs()
-    if config is None:
-        from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415
-
-        config = FROZEN_CONFIG
+    inputs, config = draw_inputs(inputs, config, draw_index=draw_index, raw_dir=raw_dir)
     run = RunArchive(run_dir)
     with run.phase(PHASE, force=force) as stage:
         # The input npz is a derived copy (the verifier rebuilds inputs from the raw MNIST files):

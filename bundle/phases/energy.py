@@ -29,7 +29,13 @@ from bundle import energy as en
 from bundle.archive import RunArchive
 from bundle.errors import BundleError
 from bundle.jobs import Engine
-from bundle.phases.fixture_runner import fixture_job, run_fixture_job, workspace_stem, write_fixture_inputs
+from bundle.phases.fixture_runner import (
+    draw_inputs,
+    fixture_job,
+    run_fixture_job,
+    workspace_stem,
+    write_fixture_inputs,
+)
 
 PHASE = "energy"
 WORKSPACES = (":4096:8", ":16:8", ":0:0")
@@ -159,14 +165,7 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
                           f"{50 * en.COUNTER_UPDATE_INTERVAL_S:g} s (50 counter updates), idle > "
                           f"{en.COUNTER_UPDATE_INTERVAL_S} s, settle >= 0")
     from_draw = inputs is None
-    if inputs is None:
-        from bundle.data import load_draw  # noqa: PLC0415
-
-        inputs = load_draw(draw_index, raw_dir).learner_inputs()
-    if config is None:
-        from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415
-
-        config = FROZEN_CONFIG
+    inputs, config = draw_inputs(inputs, config, draw_index=draw_index, raw_dir=raw_dir)
     run = RunArchive(run_dir)
     done = run.phase_dir(PHASE)
     keep_existing = done.is_dir() and not any((done / PROTOCOL_FILES[p]).is_file() for p in wanted[protocol])

@@ -57,6 +57,25 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
+def draw_inputs(inputs: Mapping[str, np.ndarray] | None, config: Mapping[str, Any] | None, *, draw_index: int,
+                raw_dir: str | Path | None) -> tuple[Mapping[str, np.ndarray], Mapping[str, Any]]:
+    """The learner inputs and config a phase runs: the given ones, else draw *draw_index*'s inputs
+    (from the raw MNIST files) and the frozen config.
+
+    Raises:
+        BundleError: a raw file fails its sha256 check.
+    """
+    if inputs is None:
+        from bundle.data import load_draw  # noqa: PLC0415
+
+        inputs = load_draw(draw_index, raw_dir).learner_inputs()
+    if config is None:
+        from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415  (imports torch; does not initialise CUDA)
+
+        config = FROZEN_CONFIG
+    return inputs, config
+
+
 def write_fixture_inputs(folder: Path, inputs: Mapping[str, np.ndarray], config: Mapping[str, Any],
                          *, stem: str = "input") -> tuple[Path, Path]:
     """Write ``<stem>.npz`` (exactly the three arrays, in spec 1.6 order) and ``config.json``.
