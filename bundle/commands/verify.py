@@ -54,8 +54,17 @@ def register(app: typer.Typer) -> None:
         original: Annotated[Path, typer.Option(help="the original archive for side-by-side figures")] =
             DEFAULT_EVIDENCE / "rev88-original",
     ) -> None:
-        """Write REPORT.md and PNG figures from verified figures only (refuses a failing archive)."""
+        """Write REPORT.md and PNG figures from verified figures only.
+
+        An archive that fails integrity gets no report. One whose other checks fail gets a report
+        that lists the failures and shows the affected figures as "not verified", and the command
+        exits 1.
+        """
         from verify.report import build_report
 
         path = build_report(archive, out, original=original)
         typer.echo(f"wrote {path}")
+        if "## Failed checks" in path.read_text(encoding="utf-8"):
+            typer.echo(f"rev88: error: {archive} fails verification: the report lists the failed checks and marks "
+                       "their figures 'not verified'; run `rev88 verify` on it", err=True)
+            raise typer.Exit(code=1)

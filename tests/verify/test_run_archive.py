@@ -176,3 +176,18 @@ def test_report_refuses_an_archive_failing_integrity(run_dir, tmp_path):
     with pytest.raises(BundleError, match="fails integrity"):
         build_report(run_dir, tmp_path / "rep")
     assert not (tmp_path / "rep").exists()
+
+
+def test_report_on_a_failing_archive_exits_non_zero(tmp_path):
+    """A run whose non-integrity checks fail still gets a report listing the failures, but exit 1."""
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from bundle import archive  # noqa: PLC0415
+    from bundle.cli import app  # noqa: PLC0415
+
+    run = archive.RunArchive(tmp_path / "run")
+    with run.phase("compare") as stage:  # a phase record that names no fixture records: checks fail
+        archive.write_json_gz(stage / "comparison.json.gz", {"schema_version": 1, "configs": []})
+    result = CliRunner().invoke(app, ["report", str(run.run_dir), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 1, result.output
+    assert "## Failed checks" in (tmp_path / "rep" / "REPORT.md").read_text()
