@@ -46,3 +46,21 @@ def require_module(module: str, command: str, remedy: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise BundleError(f"{command} needs {module}, which is not installed in this environment ({sys.prefix}): "
                           f"{remedy}")
+
+
+def require_cuda(command: str, engine: str) -> None:
+    """With the native engine, raise a one-line :class:`BundleError` when torch sees no CUDA device.
+
+    ``torch.cuda.is_available()`` does not initialise CUDA, so this is safe in the orchestrating
+    process. A docker engine checks its own GPU runtime when its first job starts.
+
+    Raises:
+        BundleError: no CUDA device visible to torch on this host.
+    """
+    if engine != "native":
+        return
+    import torch  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        raise BundleError(f"CUDA is not available to torch {torch.__version__} on this host ({command}): "
+                          "run it on a GPU host (see docs/gpu-hosts.md); nothing was written")

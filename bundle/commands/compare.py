@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_module
+from bundle.commands import one_line_errors, require_cuda, require_module
 
 
 def make_engine(name: str):  # noqa: ANN201  (an Engine)
@@ -51,6 +51,8 @@ def register(app: typer.Typer) -> None:
 
         from bundle.phases.compare import run_compare  # noqa: PLC0415
 
+        if device == "cuda":
+            require_cuda("rev88 compare", engine)
         console = Console(stderr=True)
         result = run_compare(out, engine=make_engine(engine), raw_dir=raw_dir, draw_index=draw, force=force,
                              device=device, on_job=lambda name: console.print(f"[bold]running[/] {name}"),

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_module
+from bundle.commands import one_line_errors, require_cuda, require_module
+from bundle.errors import BundleError
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +37,9 @@ def register(app: typer.Typer) -> None:
         from bundle.commands.compare import make_engine  # noqa: PLC0415
         from bundle.phases.energy import run_energy  # noqa: PLC0415
 
+        if protocol not in ("original", "interleaved", "both"):
+            raise BundleError(f"unknown --protocol {protocol!r}: use original, interleaved or both")
+        require_cuda("rev88 energy", engine)
         console = Console(stderr=True)
         result = run_energy(out, engine=make_engine(engine), protocol=protocol, raw_dir=raw_dir, draw_index=draw,
                             rounds=rounds, active_seconds=active_seconds, idle_seconds=idle_seconds,
