@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_module
+from bundle.commands import one_line_errors, require_cuda, require_module
 
 
 def register(app: typer.Typer) -> None:
@@ -30,12 +30,8 @@ def register(app: typer.Typer) -> None:
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.validate import run_validate  # noqa: PLC0415
 
-        if device == "cuda" and engine == "native":
-            import torch  # noqa: PLC0415  (is_available() does not initialise CUDA)
-
-            if not torch.cuda.is_available():
-                raise BundleError(f"CUDA is not available to torch {torch.__version__} on this host (rev88 validate "
-                                  "--device cuda): run it on a GPU host, or use --device cpu for the CPU diagnostic")
+        if device == "cuda":
+            require_cuda("rev88 validate --device cuda", engine)
         console = Console(stderr=True)
         record = run_validate(out, engine=make_engine(engine), force=force, device=device,
                               on_job=lambda name: console.print(f"[bold]running[/] {name}"),
