@@ -32,18 +32,33 @@ def _dockerd_available() -> bool:
         return False
 
 
+def _slurm_available() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        return subprocess.run(["sinfo", "--noheader"], capture_output=True, timeout=15).returncode == 0
+    except Exception:
+        return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests without CUDA and ``docker`` tests without a running dockerd."""
+    """Skip ``gpu`` tests without CUDA, ``docker`` tests without a running dockerd and ``slurm``
+    tests without a Slurm controller (unless REV88_REQUIRE_DOCKER / REV88_REQUIRE_SLURM is 1)."""
     need_gpu = any("gpu" in item.keywords for item in items)
     need_docker = any("docker" in item.keywords for item in items)
+    need_slurm = any("slurm" in item.keywords for item in items)
     has_gpu = _cuda_available() if need_gpu else False
     has_docker = _dockerd_available() if need_docker else False
+    has_slurm = _slurm_available() if need_slurm else False
     require_docker = os.environ.get("REV88_REQUIRE_DOCKER") == "1"
+    require_slurm = os.environ.get("REV88_REQUIRE_SLURM") == "1"
     for item in items:
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU (run on the device)"))
         if "docker" in item.keywords and not has_docker and not require_docker:
             item.add_marker(pytest.mark.skip(reason="needs a running dockerd (.ci/run starts one)"))
+        if "slurm" in item.keywords and not has_slurm and not require_slurm:
+            item.add_marker(pytest.mark.skip(reason="needs a Slurm controller (.ci/run starts one)"))
 
 
 @pytest.fixture(scope="session")
