@@ -43,6 +43,12 @@ STAGING_DIR = ".staging"
 WORK_DIR = ".work"  # per-phase scratch (derived inputs); removed when the phase completes
 _CHUNK_BYTES = 1 << 20
 
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+"""The 10-byte member header :func:`gzip_bytes` writes (RFC 1952): deflate, no flags (no file
+name, comment, extra field or header CRC), mtime 0, XFL 2 (level 9), OS 255 (unknown).
+Together with one member and nothing after its 8-byte trailer this is the canonical gzip
+form the verifier requires (``verify.safeio``)."""
+
 
 def utc_now() -> str:
     """Current UTC time as ISO 8601 with offset (as the original's ``*_at_utc`` fields)."""

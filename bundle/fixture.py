@@ -37,7 +37,9 @@ MODES = ("measure", "profile")
 SCOPES = ("task", "training")
 ENERGY_MODES = ("none", "original", "trial")
 PROFILE_WARMUP_TASKS = 2
-_WORKSPACE_RE = re.compile(r"^(:\d+:\d+)+$")
+#: ``CUBLAS_WORKSPACE_CONFIG``: one or more ``:SIZE_KIB:COUNT`` pairs of ASCII digits, matched
+#: in full (``re.fullmatch``: no trailing newline, space or other character).
+WORKSPACE_RE = re.compile(r"(?::[0-9]+:[0-9]+)+")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 MEMORY_SCOPE = (
@@ -101,7 +103,7 @@ def require_workspace_config() -> str:
             f"{WORKSPACE_ENV} is not set in the fixture's environment: set it (e.g. :16:8) in the "
             "job environment before CUDA initialization"
         )
-    if not _WORKSPACE_RE.match(value):
+    if not WORKSPACE_RE.fullmatch(value):
         raise BundleError(
             f"{WORKSPACE_ENV}={value!r} is malformed: use ':SIZE_KIB:COUNT' pairs such as :16:8 or :4096:8"
         )
@@ -205,9 +207,17 @@ def source_sha256() -> dict[str, str | None]:
 
 
 def execution_engine() -> tuple[str, str | None]:
-    """Engine kind and image of this process (``REV88_ENGINE``/``REV88_IMAGE_REFERENCE`` set by phases)."""
-    engine = os.environ.get("REV88_ENGINE") or ("docker" if Path("/.dockerenv").exists() else "native")
-    return engine, os.environ.get("REV88_IMAGE_REFERENCE") or None
+    """Engine kind and image of this process: :func:`bundle.hostinfo.execution_engine`.
+
+    ``REV88_ENGINE``/``REV88_IMAGE_REFERENCE`` are set by the phases; without them the engine
+    is native (a ``/.dockerenv`` file proves nothing about the image).
+
+    Raises:
+        BundleError: ``REV88_ENGINE`` is neither ``native`` nor ``docker``.
+    """
+    from bundle import hostinfo  # noqa: PLC0415  (torch-free)
+
+    return hostinfo.execution_engine()
 
 
 def cache_reference(hardware: dict[str, Any]) -> dict[str, Any]:
@@ -284,10 +294,67 @@ def run_fixture(
     arrays = load_inputs(Path(input_path))
     config = load_config(Path(config_path))
     # Everything below needs torch; the workspace setting is in place and CUDA is untouched.
-    return _execute(
-        arrays, config, Path(input_path), Path(config_path), Path(output_path), workspace=workspace,
-        mode=mode, scope=scope, repeats=repeats, energy=energy, energy_config=energy_config, device=device,
-    )
+    with WarningCapture() as captured:
+        return _execute(
+            arrays, config, Path(input_path), Path(config_path), Path(output_path), workspace=workspace,
+            mode=mode, scope=scope, repeats=repeats, energy=energy, energy_config=energy_config, device=device,
+            captured=captured,
+        )
+
+
+#: Warnings torch is known to give for this workload: (name, message pattern, what it means).
+KNOWN_WARNINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("cublaslt_workspace_cap",
+     re.compile(r"Requested unified CUBLASLT workspace size of \d+ bytes exceeds CUBLAS workspace size"),
+     "cuBLASLt asked for a larger workspace than CUBLAS_WORKSPACE_CONFIG allows and is capped to it "
+     "(e.g. 1 MiB capped to 128 KiB under :16:8); explains slower GEMMs under small workspaces"),
+)
+
+
+class WarningCapture:
+    """Collect the Python warnings of a block (torch's C++ ``TORCH_WARN`` arrive as these) for the record.
+
+    Known torch warnings (:data:`KNOWN_WARNINGS`) are kept only in the record; any other
+    warning is also printed once to stderr when the block ends. :meth:`summary` gives one
+    entry per distinct warning: ``{"name", "category", "message", "source", "count", "meaning"}``
+    (``name``/``meaning`` ``None`` for unknown ones; ``source`` is ``file:line``).
+    """
+
+    def __init__(self) -> None:
+        import warnings  # noqa: PLC0415
+
+        self._warnings = warnings
+        self._manager = warnings.catch_warnings(record=True)
+        self.caught: list[Any] = []
+
+    def __enter__(self) -> WarningCapture:
+        self.caught = self._manager.__enter__()
+        self._warnings.simplefilter("always")
+        return self
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The distinct warnings caught so far, in first-seen order, with their counts."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for w in self.caught:
+            message = str(w.message)
+            key = (w.category.__name__, message)
+            if key not in out:
+                known = next((k for k in KNOWN_WARNINGS if k[1].search(message)), None)
+                out[key] = {"name": known[0] if known else None, "category": w.category.__name__, "message": message,
+                            "source": f"{Path(w.filename).name}:{w.lineno}", "count": 0,
+                            "meaning": known[2] if known else None}
+            out[key]["count"] += 1
+        return list(out.values())
+
+    def __exit__(self, *exc: object) -> None:
+        caught = list(self.caught)
+        self._manager.__exit__(*exc)
+        shown: set[tuple[str, str]] = set()
+        for w in caught:
+            key = (w.category.__name__, str(w.message))
+            if key not in shown and not any(k[1].search(key[1]) for k in KNOWN_WARNINGS):
+                shown.add(key)
+                self._warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def buffer_inventory(task: Any, allocated_bytes: int) -> dict[str, Any]:
@@ -387,7 +454,7 @@ def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: s
 
 def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, config_path: Path,
              output_path: Path, *, workspace: str, mode: str, scope: str, repeats: int, energy: str,
-             energy_config: dict[str, Any], device: str) -> dict[str, Any]:
+             energy_config: dict[str, Any], device: str, captured: WarningCapture | None = None) -> dict[str, Any]:
     import time  # noqa: PLC0415
 
     import torch  # noqa: PLC0415
@@ -395,6 +462,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     from bundle import archive, hostinfo, learner  # noqa: PLC0415
 
     cuda = device == "cuda"
+    engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
         raise BundleError(f"CUDA is not available to torch {torch.__version__}: the fixture needs a GPU")
     train_images, train_labels, test_images = learner.validate_inputs(arrays)
@@ -459,7 +527,6 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         raise BundleError(f"Fresh invocation changed {', '.join(changed)} relative to the same-process reference "
                           f"({output_path}): the task is not replay-deterministic; keep the record out of evidence")
     pred_path = archive.write_npy(predictions_path_for(output_path), predictions)
-    engine, image = execution_engine()
     record = {
         "schema_version": SCHEMA_VERSION,
         "completed_at_utc": archive.utc_now(),
@@ -491,6 +558,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         "predictions_file": pred_path.name,
         "predictions_file_sha256": archive.file_sha256(pred_path),
         "test_labels_read": False,
+        "warnings": captured.summary() if captured is not None else [],
     }
     if output_path.name.endswith(".gz"):
         archive.write_json_gz(output_path, record)

@@ -5,19 +5,46 @@ A100 and a 40 MiB L2 (spec 8.3); this bundle records whatever device it runs on.
 NVML (``nvidia-ml-py``, module ``pynvml``) are imported lazily inside the functions, so the
 module itself is torch-free. When NVML is missing or fails, its fields are ``null`` and
 ``nvml_unavailable_reason`` says why.
+
+Every hardware record carries a ``cpu`` block (:func:`cpu_record`: CPU model and torch thread
+counts), because CPU final-state bits depend on them. Whether a job ran in the pinned image
+is decided by the image's marker file (:func:`read_image_marker`), never by the mere presence
+of a container: :func:`pinned_image_holds` is the one rule, shared with the verifier.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import os
 import platform
+import re
+import stat
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from bundle.errors import BundleError
 
 # The pinned image of the reproduction (spec 8.3): torch 2.5.1+cu124, Python 3.11, numpy 2.2.6.
 PINNED_SOFTWARE = {"python": "3.11", "torch": "2.5.1+cu124", "cuda": "12.4", "numpy": "2.2.6"}
 PINNED_DESCRIPTION = "the pinned CUDA 12.4 / PyTorch 2.5.1 image"
+ENGINES = ("native", "docker", "slurm")  #: engine kinds (``bundle.jobs``, ``docker_engine``, ``slurm_engine``)
+
+# The GPU image's marker (written at image build time; see docs/evidence-format.md).
+IMAGE_MARKER_ENV = "REV88_IMAGE_MARKER"
+DEFAULT_IMAGE_MARKER = Path("/opt/rev88/image.json")
+IMAGE_LOCK_SHA_ENV = "REV88_IMAGE_LOCK_SHA256"
+IMAGE_ID_ENV = "REV88_IMAGE_ID"
+IMAGE_MARKER_SCHEMA = "rev88-image/1"
+IMAGE_MARKER_TARGET = "gpu"
+IMAGE_LOCK_FILE = "docker/requirements-gpu.lock"
+IMAGE_MARKER_KEYS = ("schema", "target", "lock_file", "lock_sha256", "python", "torch", "numpy", "nvidia_ml_py",
+                     "ncu_version", "ncu_source", "base_image")
+IMAGE_MARKER_MAX_BYTES = 65536
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+IMAGE_ID_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def _dist_version(name: str) -> str | None:
@@ -44,6 +71,80 @@ def software_record() -> dict[str, Any]:
         "numpy": numpy.__version__,
         "nvidia_ml_py": _dist_version("nvidia-ml-py"),
     }
+
+
+def cpu_model() -> str:
+    """The CPU model of this host, as the kernel names it.
+
+    Returns:
+        The first ``model name`` of ``/proc/cpuinfo`` (e.g. ``"AMD EPYC"``), else
+        ``platform.processor()``, else ``platform.machine()``, else ``"unknown"``; never empty.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor().strip() or platform.machine().strip() or "unknown"
+
+
+def cpu_record() -> dict[str, Any]:
+    """The CPU this process computes on and torch's thread settings (imports torch lazily).
+
+    CPU results of the learner depend on both: final-state bits can differ between thread
+    counts and CPU models while the predictions stay equal (see ``bundle/learner.py``).
+
+    Returns:
+        ``{"model": str (non-empty, :func:`cpu_model`), "logical_cpus": int | None
+        (``os.cpu_count()``), "torch_num_threads": int (intra-op, ``torch.get_num_threads()``),
+        "torch_num_interop_threads": int (``torch.get_num_interop_threads()``)}``.
+    """
+    import torch  # noqa: PLC0415
+
+    return {
+        "model": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "torch_num_threads": int(torch.get_num_threads()),
+        "torch_num_interop_threads": int(torch.get_num_interop_threads()),
+    }
+
+
+CPU_RECORD_KEYS = ("model", "logical_cpus", "torch_num_threads", "torch_num_interop_threads")
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def cpu_record_problems(cpu: Any) -> list[str]:
+    """What is wrong with a recorded :func:`cpu_record` (torch-free; used by the verifier).
+
+    Args:
+        cpu: the parsed ``cpu`` object of a record.
+
+    Returns:
+        One short phrase per problem, empty when well formed: every key of :data:`CPU_RECORD_KEYS`
+        present, ``model`` a non-empty string, the two torch thread counts positive integers,
+        ``logical_cpus`` a positive integer or null.
+    """
+    if not isinstance(cpu, Mapping):
+        return [f"the cpu block is {_kind(cpu)}, not an object"]
+    problems = [f"cpu.{k} is missing" for k in CPU_RECORD_KEYS if k not in cpu]
+    model = cpu.get("model")
+    if "model" in cpu and not (isinstance(model, str) and model.strip()):
+        problems.append(f"cpu.model {model!r:.40} is not a non-empty string")
+    for key in ("logical_cpus", "torch_num_threads", "torch_num_interop_threads"):
+        value = cpu.get(key)
+        if key in cpu and not _positive_int(value) and not (key == "logical_cpus" and value is None):
+            problems.append(f"cpu.{key} {value!r:.40} is not a positive integer")
+    return problems
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def _torch_bus_id(props: Any) -> str | None:
@@ -110,7 +211,8 @@ def hardware_record(device_index: int = 0) -> dict[str, Any]:
         ``sm_count``, ``total_memory_bytes``, ``compute_capability`` ("9.0"),
         ``driver_version``, ``cuda_driver_version``, ``power_limit_w`` (W, NVML enforced
         limit), ``nvml_available``, ``nvml_unavailable_reason``, ``cuda_available``,
-        ``cuda_unavailable_reason``. Missing facts are ``None``; nothing is asserted.
+        ``cuda_unavailable_reason``, then ``cpu`` (:func:`cpu_record`: the CPU model and torch
+        thread counts of this process). Missing facts are ``None``; nothing is asserted.
     """
     import torch  # noqa: PLC0415
 
@@ -141,6 +243,7 @@ def hardware_record(device_index: int = 0) -> dict[str, Any]:
             compute_capability=f"{props.major}.{props.minor}",
         )
     record.update(_nvml_fields(record["uuid"]))
+    record["cpu"] = cpu_record()
     return record
 
 
@@ -155,30 +258,166 @@ def software_matches_pin(software: Mapping[str, Any]) -> bool:
     )
 
 
+def execution_engine() -> tuple[str, str | None]:
+    """Engine kind and image of this process, as the phase that started it says.
+
+    The phases set ``REV88_ENGINE`` (``native`` or ``docker``) and, in a container,
+    ``REV88_IMAGE_REFERENCE`` in every job's environment. Nothing is guessed from the file
+    system: a ``/.dockerenv`` proves no image, so without ``REV88_ENGINE`` the engine is native.
+
+    Returns:
+        ``(engine, image_reference)``; the reference is ``None`` when unset or empty.
+
+    Raises:
+        BundleError: ``REV88_ENGINE`` holds something other than ``native``, ``docker`` or ``slurm``.
+    """
+    engine = os.environ.get("REV88_ENGINE") or "native"
+    if engine not in ENGINES:
+        raise BundleError(f"REV88_ENGINE={engine!r} is not an engine kind: the phases set native, docker or slurm; "
+                          "unset it or fix the job environment")
+    return engine, os.environ.get("REV88_IMAGE_REFERENCE") or None
+
+
+def image_marker_path() -> Path:
+    """Where this process looks for the image marker: ``$REV88_IMAGE_MARKER``, else ``/opt/rev88/image.json``."""
+    return Path(os.environ.get(IMAGE_MARKER_ENV) or DEFAULT_IMAGE_MARKER)
+
+
+def image_id_from_env() -> str | None:
+    """The container's image ID from ``REV88_IMAGE_ID`` when it reads ``sha256:<64 hex>``, else ``None``."""
+    value = os.environ.get(IMAGE_ID_ENV)
+    return value if value and IMAGE_ID_RE.fullmatch(value) else None
+
+
+def image_marker_problems(marker: Any) -> list[str]:
+    """What is wrong with an image marker's content (torch-free; the verifier uses it too).
+
+    Args:
+        marker: a parsed marker (the ``image_marker`` of a record, or ``/opt/rev88/image.json``).
+
+    Returns:
+        One short phrase per problem, empty when well formed: a JSON object holding every key of
+        :data:`IMAGE_MARKER_KEYS` as a non-empty string, ``schema`` ``"rev88-image/1"``, ``target``
+        ``"gpu"``, ``lock_file`` ``"docker/requirements-gpu.lock"``, ``lock_sha256`` 64 lowercase
+        hex digits; an ``image_id``, if present, null or ``sha256:<64 hex>``.
+    """
+    if not isinstance(marker, Mapping):
+        return [f"the marker is {_kind(marker)}, not a JSON object"]
+    problems = [f"{k} is missing" for k in IMAGE_MARKER_KEYS if k not in marker]
+    problems += [f"{k} is not a non-empty string" for k in IMAGE_MARKER_KEYS
+                 if k in marker and not (isinstance(marker[k], str) and marker[k].strip())]
+    for key, want in (("schema", IMAGE_MARKER_SCHEMA), ("target", IMAGE_MARKER_TARGET), ("lock_file", IMAGE_LOCK_FILE)):
+        if isinstance(marker.get(key), str) and marker[key] != want:
+            problems.append(f"{key} is {marker[key]!r:.60}, not {want!r}")
+    lock = marker.get("lock_sha256")
+    if isinstance(lock, str) and not SHA256_RE.fullmatch(lock):
+        problems.append(f"lock_sha256 {lock!r:.70} is not 64 lowercase hex digits")
+    image_id = marker.get("image_id")
+    if image_id is not None and not (isinstance(image_id, str) and IMAGE_ID_RE.fullmatch(image_id)):
+        problems.append(f"image_id {image_id!r:.80} is not sha256:<64 hex>")
+    return problems
+
+
+def read_image_marker(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """The GPU image's marker, if this process runs in that image.
+
+    Valid only when *path* is a regular file (not a link) of at most 64 KiB holding a JSON object
+    without :func:`image_marker_problems`, and its ``lock_sha256`` equals ``$REV88_IMAGE_LOCK_SHA256``
+    (baked into the image when it was built, so a marker copied elsewhere does not count).
+
+    Args:
+        path: the marker file (default :func:`image_marker_path`).
+
+    Returns:
+        ``(marker, None)`` with the marker's keys plus ``image_id`` (:func:`image_id_from_env`),
+        or ``(None, reason)`` with one line saying why there is no valid marker. Never raises.
+    """
+    path = Path(path) if path is not None else image_marker_path()
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None, f"no image marker at {path}"
+    except OSError as exc:
+        return None, f"image marker {path} is unreadable ({exc.strerror or exc})"
+    if not stat.S_ISREG(info.st_mode):
+        return None, f"image marker {path} is not a regular file"
+    if info.st_size > IMAGE_MARKER_MAX_BYTES:
+        return None, f"image marker {path} is larger than {IMAGE_MARKER_MAX_BYTES} bytes"
+    try:
+        marker = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"image marker {path} is not JSON ({str(exc).splitlines()[0]})"
+    problems = image_marker_problems({k: v for k, v in marker.items() if k != "image_id"}
+                                     if isinstance(marker, dict) else marker)
+    if problems:
+        return None, f"image marker {path} is malformed: {'; '.join(problems[:3])}"
+    baked = os.environ.get(IMAGE_LOCK_SHA_ENV)
+    if not baked:
+        return None, f"{IMAGE_LOCK_SHA_ENV} is not set, so the marker {path} is not the image's own"
+    if baked != marker["lock_sha256"]:
+        return None, (f"image marker {path} names lock sha256 {marker['lock_sha256'][:12]}... but "
+                      f"{IMAGE_LOCK_SHA_ENV} is {baked[:12]}...")
+    return {**{k: v for k, v in marker.items() if k != "image_id"}, "image_id": image_id_from_env()}, None
+
+
+def image_marker() -> dict[str, Any] | None:
+    """This process's valid image marker (see :func:`read_image_marker`), or ``None``."""
+    return read_image_marker()[0]
+
+
+def pinned_image_holds(engine: str, marker: Mapping[str, Any] | None, software: Mapping[str, Any]) -> bool:
+    """The rule for ``pinned_image`` (torch-free; the verifier applies the same rule).
+
+    True only for engine ``docker`` with a well-formed marker (:func:`image_marker_problems`),
+    *software* matching :data:`PINNED_SOFTWARE` and the marker's ``torch`` and ``numpy`` equal
+    to the software's. A running container alone proves nothing.
+    """
+    return (engine == "docker" and marker is not None and not image_marker_problems(marker)
+            and software_matches_pin(software)
+            and marker.get("torch") == software.get("torch") and marker.get("numpy") == software.get("numpy"))
+
+
+_READ_MARKER = object()
+
+
 def execution_record(
     engine: str,
     image_reference: str | None,
     hardware: Mapping[str, Any],
     software: Mapping[str, Any],
+    *,
+    marker: Mapping[str, Any] | None | object = _READ_MARKER,
 ) -> dict[str, Any]:
-    """Where and how a phase ran, stated plainly (for ``environment.json.gz``).
+    """Where and how a phase ran, stated plainly (for ``environment.json.gz`` and job records).
 
     Args:
         engine: ``"native"`` or ``"docker"`` (an engine's ``kind``).
         image_reference: the container image (``None`` natively).
-        hardware: a :func:`hardware_record` (usually the one a fixture job recorded).
+        hardware: a :func:`hardware_record` (usually the one a fixture job recorded); its ``cpu``
+            block, when present, is copied.
         software: a :func:`software_record` from the same job.
+        marker: the job's image marker (:func:`read_image_marker` in the job's process) or
+            ``None``; by default this process's own marker is read. Pass the job's when the
+            record is assembled outside the job (a host-side probe).
 
     Returns:
         ``{"engine", "image_reference", "pinned_image", "statement", "gpu", "gpu_uuid",
-        "driver_version", "software", "host_python"}``; ``pinned_image`` is true only for a
-        container whose stack matches :data:`PINNED_SOFTWARE`.
+        "driver_version", "software", "host_python", "cpu", "image_marker", "image_id"}``;
+        ``pinned_image`` follows :func:`pinned_image_holds`; ``image_id`` is the marker's, else
+        :func:`image_id_from_env`.
     """
-    pinned = engine == "docker" and software_matches_pin(software)
-    gpu = hardware.get("name") or "no CUDA device"
-    where = f"{engine} {gpu}" if engine == "native" else f"docker image {image_reference} on {gpu}"
+    reason = None
+    if marker is _READ_MARKER:
+        marker, reason = read_image_marker()
+    marker = dict(marker) if isinstance(marker, Mapping) else None
+    pinned = pinned_image_holds(engine, marker, software)
+    gpu = hardware.get("name") or "no CUDA device (CPU only: no GPU was used)"
+    where = (f"docker image {image_reference} on {gpu}" if engine == "docker"
+             else f"slurm job on {gpu}" if engine == "slurm" else f"{engine} {gpu}")
     stack = f"torch {software.get('torch')}"
     verdict = PINNED_DESCRIPTION if pinned else f"not {PINNED_DESCRIPTION}"
+    if engine == "docker" and not pinned:
+        verdict += f" ({_not_pinned_reason(marker, reason, software)})"
     return {
         "engine": engine,
         "image_reference": image_reference,
@@ -189,4 +428,17 @@ def execution_record(
         "driver_version": hardware.get("driver_version"),
         "software": dict(software),
         "host_python": sys.version.split()[0],
+        "cpu": dict(hardware["cpu"]) if isinstance(hardware.get("cpu"), Mapping) else None,
+        "image_marker": marker,
+        "image_id": (marker or {}).get("image_id") or image_id_from_env(),
     }
+
+
+def _not_pinned_reason(marker: Mapping[str, Any] | None, reason: str | None, software: Mapping[str, Any]) -> str:
+    if marker is None:
+        return reason or "no valid image marker"
+    if image_marker_problems(marker):
+        return "malformed image marker"
+    if not software_matches_pin(software):
+        return "software is not the pinned stack"
+    return f"image marker names torch {marker.get('torch')} / numpy {marker.get('numpy')}"

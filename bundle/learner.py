@@ -9,8 +9,15 @@ The core's backward reconstructs earlier activations by subtraction (:class:`Rev
 On CUDA one invocation replays three captured graphs (reset, epoch, predict; spec 2.8);
 on CPU the same operations run eagerly. Every invocation starts from the initial weights.
 
-CPU thread count: measured with torch 2.13 (CPU wheel) at 1, 2, 4 and 8 intra-op threads,
-all 11 draws give bit-identical final states and the frozen predictions, so nothing is pinned.
+CPU thread count (``scripts/cpu_threads_probe.py``; measured on a 2-core AMD EPYC with torch
+2.13.0+cpu and 2.5.1+cu124 at 1, 2, 4 and 8 intra-op threads, all 11 draws): predictions,
+initial parameters and epoch orders are the same at every thread count and equal the frozen
+ones; final parameters, velocity, state vector and scores differ between thread counts (four
+distinct final states per draw), agree between the two torch versions at each count, and
+repeat bit for bit at one count (a second invocation in the same process; for draw 0 also a
+fresh process). So across thread counts and CPU models only predictions are compared; nothing
+is pinned, and every CPU record states its CPU model and thread counts
+(``bundle.hostinfo.cpu_record``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,11 @@ DEVICE_ATTRIBUTES: tuple[str, ...] = (
 )
 
 L2_SECTOR_BYTES = 32  #: one L2 sector request is 32 bytes
-HIT_RATE_MAX_PERCENT = 100.0
+HIT_RATE_MAX_PERCENT = 100.0  #: the original's bound; values above it are kept and flagged
+#: Hit rates above this are refused everywhere: ncu printed 100.24 on the H200 (an L2-resident
+#: matmul, ``tests/recorded/ncu/h200-tiny-matmul.csv``), so up to 1 point of overshoot is kept
+#: (flagged ``l2_sector_hit_rate_above_100_percent``); more is not a hit rate.
+HIT_RATE_REFUSE_PERCENT = 101.0
 RANGE_KERNEL_NAME = "range"  #: "Kernel Name" of an app-range result (spec 6.3)
 PINNED_NCU_VERSION = "2025.1.1"  #: the original's Nsight Compute (spec 6.1)
 FIXTURE_REPEATS = 16  #: ``--repeats`` handed to the fixture in profile mode (spec 6.1)
@@ -66,13 +70,20 @@ COUNTER_UNITS = {
     "training": "per original two-epoch training sequence, reset and prediction outside range",
 }
 
-# --- units: ncu spellings -> scale to the base unit; anything else is an error -------------
-_BYTE_UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
-_SECTOR_UNITS = {"sector": 1.0, "Ksector": 1e3, "Msector": 1e6, "Gsector": 1e9}
+# --- units: only the base units ``--print-units base`` prints; anything else is an error ----
+# (every recorded CSV in tests/recorded/ncu prints byte, sector, % and ns; the scale is 1).
+_BYTE_UNITS = {"byte": 1.0}
+_SECTOR_UNITS = {"sector": 1.0}
 _PERCENT_UNITS = {"%": 1.0}
 # ncu 2025.3.1 prints "ns" in base units (recorded on the H200); older releases spell "nsecond".
-_NANOSECOND_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9,
-                     "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+_NANOSECOND_UNITS = {"ns": 1.0, "nsecond": 1.0}
+#: Scaled spellings ncu uses without ``--print-units base``: refused by name, never rescaled.
+SCALED_UNITS: frozenset[str] = frozenset({
+    "Kbyte", "Mbyte", "Gbyte", "Tbyte", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB",
+    "Ksector", "Msector", "Gsector", "us", "ms", "s", "usecond", "msecond", "second"})
+#: The printed form of a number: digits, optionally in thousands groups of three separated by
+#: ',' (``1,234,567``; ``1,23`` is refused), then optional decimals (``97.44``).
+NUMBER_RE = re.compile(r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")
 METRIC_UNITS: dict[str, dict[str, float]] = {
     DRAM_READ: _BYTE_UNITS,
     DRAM_WRITE: _BYTE_UNITS,
@@ -115,8 +126,8 @@ class CounterRow:
 
     Attributes:
         name: ncu metric name, e.g. ``"dram__bytes_read.sum"``.
-        value: ``float(raw_value without commas) × unit scale``, in the metric's base unit
-            (bytes, sectors or percent).
+        value: ``float(raw_value without its thousands separators)``: the metric in its
+            base unit (bytes, sectors or percent; only base units are accepted).
         raw_value: the CSV cell as printed.
         raw_unit: the unit cell as printed (``"byte"``, ``"sector"``, ``"%"``).
         range_id: the result's ``ID`` cell.
@@ -182,36 +193,66 @@ class CounterRows:
         return self.device_attributes.get(DISPLAY_NAME)
 
 
+def parse_ncu_number(raw_value: str, name: str = "value") -> float:
+    """A number as ncu prints it (:data:`NUMBER_RE`), without its thousands separators.
+
+    Args:
+        raw_value: the cell, e.g. ``"8,005,632"`` or ``"97.44"``; no sign, exponent or spaces.
+        name: the metric, for the error line.
+
+    Returns:
+        The value as a float (finite, ≥ 0).
+
+    Raises:
+        BundleError: the cell does not match the grammar (``"1,23"``, ``"1.5e3"``, ``" 7"``,
+            ``"n/a"``), or is negative or not finite.
+    """
+    if NUMBER_RE.fullmatch(raw_value):
+        return float(raw_value.replace(",", ""))
+    try:
+        loose = float(raw_value.replace(",", ""))
+    except ValueError:
+        loose = None
+    if loose is not None and (not math.isfinite(loose) or loose < 0):
+        raise BundleError(f"ncu value {raw_value!r} of {name} is not a finite non-negative number")
+    raise BundleError(f"ncu value {raw_value!r} of {name} is not a number as ncu prints one (digits, optional ',' "
+                      "groups of three, optional decimals: 1,234,567 or 97.44): check the ncu output")
+
+
 def scale_value(name: str, raw_value: str, raw_unit: str) -> float:
     """Turn one printed cell into a number in the metric's base unit (spec 6.3).
 
+    Only base units are accepted (the profile runs with ``--print-units base``), so the scale
+    is always 1: a scaled unit (``Mbyte``, ``Msector``, ``us`` …, :data:`SCALED_UNITS`) is
+    refused, never rescaled, because a scaled cell is rounded to its printed digits.
+
     Args:
         name: metric name (selects the unit table of :data:`METRIC_UNITS`).
-        raw_value: the cell as printed; thousands separators (commas) are removed.
-        raw_unit: the unit cell; must be a known spelling for this metric.
+        raw_value: the cell as printed, in the grammar of :func:`parse_ncu_number`.
+        raw_unit: the unit cell; must be the metric's base unit.
 
     Returns:
-        ``float(raw_value) × scale``; finite and ≥ 0. (The ≤ 100 % bound of the hit rate is
-        applied by :func:`parse_raw_csv`.)
+        The value in the base unit (bytes, sectors, percent, ns); finite and ≥ 0; a hit rate
+        is at most :data:`HIT_RATE_REFUSE_PERCENT` (the ≤ 100 % bound of the original is
+        applied by :func:`parse_raw_csv` on request).
 
     Raises:
-        BundleError: unknown unit, unparsable, negative or non-finite value.
+        BundleError: a scaled or unknown unit, a cell outside the number grammar, a negative
+            or non-finite value, or a hit rate above :data:`HIT_RATE_REFUSE_PERCENT`.
     """
     units = METRIC_UNITS.get(name)
     if units is None:
         raise BundleError(f"no unit table for ncu metric {name}: add it to bundle.profile.METRIC_UNITS")
     if raw_unit not in units:
+        kind = "scaled" if raw_unit in SCALED_UNITS else "unknown"
         raise BundleError(
-            f"unknown unit {raw_unit!r} for {name} in the ncu output (known: {', '.join(units)}): "
-            "profile with --print-units base"
+            f"{kind} unit {raw_unit!r} for {name} in the ncu output (accepted: {', '.join(units)}): "
+            "profile with --print-units base; a scaled value is never rescaled"
         )
-    text = raw_value.replace(",", "").strip()
-    try:
-        value = float(text) * units[raw_unit]
-    except ValueError:
-        raise BundleError(f"ncu value {raw_value!r} of {name} is not a number: check the ncu output") from None
-    if not math.isfinite(value) or value < 0:
-        raise BundleError(f"ncu value {raw_value!r} of {name} is not a finite non-negative number")
+    value = parse_ncu_number(raw_value, name) * units[raw_unit]
+    if name == L2_HIT_RATE and value > HIT_RATE_REFUSE_PERCENT:
+        raise BundleError(f"{name} is {raw_value} %, above the {HIT_RATE_REFUSE_PERCENT:g} % any hit rate may read "
+                          "(ncu overshoots 100 % by a fraction of a point at most): the value is not a hit rate")
     return value
 
 
@@ -231,10 +272,11 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = None) -
     Args:
         output: ncu's stdout (and stderr), or just the CSV lines.
         hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct``; ``None``
-            (default) keeps any value. The original required ≤ 100
-            (:data:`HIT_RATE_MAX_PERCENT`), but ncu 2025.3.1 printed 100.24 for an L2-resident
-            matmul on the H200 (``tests/recorded/ncu/h200-tiny-matmul.csv``), so the phase
-            records such values with a flag rather than failing.
+            (default) keeps any value up to :data:`HIT_RATE_REFUSE_PERCENT` (101), which is
+            always refused above. The original required ≤ 100 (:data:`HIT_RATE_MAX_PERCENT`),
+            but ncu 2025.3.1 printed 100.24 for an L2-resident matmul on the H200
+            (``tests/recorded/ncu/h200-tiny-matmul.csv``), so the phase records such values
+            with a flag rather than failing.
 
     Returns:
         The :class:`CounterRows` of the one range.
@@ -310,12 +352,12 @@ def replay_pass_counts(rows: CounterRows, output: str = "") -> list[int]:
         ``[passes]`` from the attribute, else every "N passes" figure found in ncu's
         progress lines (spec 6.3); empty when neither is there.
     """
-    raw = rows.device_attributes.get(REPLAYER_PASSES, "").replace(",", "").strip()
+    raw = rows.device_attributes.get(REPLAYER_PASSES, "").strip()
     if raw:
-        try:
-            return [int(float(raw))]
-        except ValueError:
-            raise BundleError(f"{REPLAYER_PASSES} {raw!r} is not a number: check the ncu output") from None
+        value = parse_ncu_number(raw, REPLAYER_PASSES)
+        if not value.is_integer():
+            raise BundleError(f"{REPLAYER_PASSES} {raw!r} is not a whole number: check the ncu output")
+        return [int(value)]
     return [int(m) for line in output.splitlines() if line.startswith("==PROF==")
             for m in _PASSES_RE.findall(line)]
 
@@ -562,7 +604,8 @@ def import_ncu_report() -> tuple[Any | None, str | None]:
     try:
         import ncu_report  # noqa: PLC0415
     except Exception as exc:  # ImportError, or a broken native library
-        return None, f"ncu_report is not importable ({type(exc).__name__}: {exc}); install the 'ncu' extra"
+        return None, (f"ncu_report is not importable ({type(exc).__name__}: {exc}): install NVIDIA's reader "
+                      "(.venv/bin/pip install '.[ncu]') to re-read the stored reports")
     return ncu_report, None
 
 

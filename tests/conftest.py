@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_MNIST = REPO_ROOT / "data" / "mnist"
 ORIGINAL_ARCHIVE = REPO_ROOT / "evidence" / "rev88-original"
+H200_ARCHIVE = REPO_ROOT / "evidence" / "h200-20261130"
 RECORDED = Path(__file__).resolve().parent / "recorded"
 
 
@@ -65,3 +69,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def repo_root() -> Path:
     """The repository root."""
     return REPO_ROOT
+
+
+@pytest.fixture
+def hidden_ncu_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``import ncu_report`` fail, as on a machine without the ``ncu`` extra."""
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+
+
+def linked_copy(src: Path, tmp_path: Path, name: str | None = None) -> Path:
+    """A copy of the archive *src* under *tmp_path* made of hard links (cheap; tests replace files, never write through)."""
+    dest = tmp_path / (name or src.name)
+    shutil.copytree(src, dest, copy_function=os.link)
+    return dest
+
+
+def load_script(name: str) -> ModuleType:
+    """Import ``scripts/<name>.py`` as module *name* (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module

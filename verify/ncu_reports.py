@@ -68,6 +68,7 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
     """
     from bundle import profile  # noqa: PLC0415
     from bundle.errors import BundleError  # noqa: PLC0415
+    from verify import safeio  # noqa: PLC0415
 
     t0 = time.perf_counter()
     module, reason = profile.import_ncu_report()
@@ -77,7 +78,9 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
     with tempfile.TemporaryDirectory(prefix="rev88-ncu-") as tmp:
         target = Path(tmp) / Path(rel).name[: -len(".gz")]
         try:
-            with gzip.open(Path(root) / rel, "rb") as src, open(target, "wb") as dst:
+            # the member passed integrity as a regular file; refuse one swapped in since (lstat, O_NOFOLLOW)
+            fd, _ = safeio.open_regular(Path(root) / rel, limit=safeio.gzip_stored_limit(MAX_CONTENT_BYTES), where=rel)
+            with os.fdopen(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as src, open(target, "wb") as dst:
                 while chunk := src.read(_CHUNK):
                     size += len(chunk)
                     if size > MAX_CONTENT_BYTES:
@@ -87,6 +90,8 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
                     dst.write(chunk)
         except (OSError, EOFError) as exc:
             return {"status": "error", "reason": f"bad or truncated gzip ({rel}): {exc}"}
+        except BundleError as exc:
+            return {"status": "error", "reason": str(exc)}
         if digest.hexdigest() != content_sha256 or size != content_size_bytes:
             return {"status": "error", "reason": f"report changed after it was verified ({rel}): re-run verify"}
         try:

@@ -15,12 +15,15 @@ the checks; present, they must match the sha256 the original recorded.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from verify.integrity import ArchiveFiles, walk_archive
+from verify import safeio
+from verify.integrity import ArchiveFiles, content_limit, walk_archive
 from verify.records import RecordError, get, parse_json
-from verify.result import check_equal, failed, passed
+from verify.result import CheckResult, check_equal, failed, passed
 
 DRAWS = tuple(range(11))
 
@@ -110,14 +113,60 @@ OPTIONAL_BINARIES: dict[str, tuple[str, str]] = {
 }
 
 
+BUNDLE_ADDED: dict[str, str] = {
+    "predictions/PROVENANCE.md": "9c84128d02a535b2d86d6edb6a82229a5afa01155efedd2ae1928e1094e7a26c",
+}
+"""Files this bundle adds to its copy of the original (not in any of the original's sha chains), pinned
+by sha256: the provenance note of the restored prediction files (``predictions/draw-XX.npy``, byte
+copies of the H200 archive's qualification predictions whose sha256 the original's
+``prediction-manifest.json`` pins)."""
+
+
 def is_original_archive(root: Path) -> bool:
     """True for a folder laid out like the original evidence (no manifest.json, protocol.json present)."""
     return (root / "protocol.json").is_file() and (root / "prediction-manifest.json").is_file() \
-        and not (root / "manifest.json").exists()
+        and not os.path.lexists(root / "manifest.json")
+
+
+def check_sha_chains(raw: Mapping[str, bytes], parsed: Mapping[str, object]) -> tuple[list[CheckResult], set[str]]:
+    """The internal sha256 chains (:data:`SHA_CHAIN`) over the files' bytes.
+
+    Args:
+        raw: archive-relative path -> stored bytes of the known JSON files present.
+        parsed: path -> parsed JSON of those that parse.
+
+    Returns:
+        ``(verdicts, targets that are absent or whose recorded sha256 differs)``.
+    """
+    results: list[CheckResult] = []
+    bad: set[str] = set()
+    sha = {rel: hashlib.sha256(data).hexdigest() for rel, data in raw.items()}
+    for target, recorder, key in SHA_CHAIN:
+        if target not in sha or recorder not in parsed:
+            bad.add(target)
+            continue
+        subject = f"{target} <- {recorder}:{key if isinstance(key, str) else '.'.join(key)}"
+        try:
+            recorded = get(parsed[recorder], key, str, recorder)
+        except RecordError as exc:
+            results.append(failed("original.integrity.sha_chain", subject, str(exc)))
+            bad.add(target)
+            continue
+        res = check_equal("original.integrity.sha_chain", subject, recorded, sha[target],
+                          what=f"sha256 of {target} as recorded in {recorder}")
+        results.append(res)
+        if res.status.value == "FAIL":
+            bad.add(target)
+    return results, bad
 
 
 def verify_original_archive(root: Path) -> ArchiveFiles:
     """Integrity of the original archive: layout, sha chains, lengths, bundle pins.
+
+    Only the checks that fit its layout apply (it is the frozen third-party copy and is not
+    in this bundle's canonical byte form by contract): regular files only, each read bounded
+    by :func:`verify.integrity.content_limit`, JSON parsed strictly (no repeated key, at most
+    :data:`verify.records.MAX_JSON_DEPTH` levels).
 
     Returns:
         :class:`ArchiveFiles` whose ``content`` holds the verified JSON bytes (and any
@@ -131,7 +180,16 @@ def verify_original_archive(root: Path) -> ArchiveFiles:
                                   "symbolic link or special file inside the archive: remove it"))
     known = set(KNOWN_JSON) | set(OPTIONAL_BINARIES)
     for rel in present:
-        if rel not in known:
+        if rel in BUNDLE_ADDED:
+            try:
+                added = safeio.read_regular(root / rel, limit=content_limit(rel)[1], where=rel)
+            except RecordError as exc:
+                out.results.append(failed("original.integrity.regular_file", rel, str(exc)))
+                continue
+            out.results.append(check_equal("original.integrity.bundle_added", rel, BUNDLE_ADDED[rel],
+                                           hashlib.sha256(added).hexdigest(),
+                                           what="sha256 pinned by this bundle for the file it adds to the original"))
+        elif rel not in known:
             out.results.append(failed("original.integrity.unlisted", rel,
                                       "file is not part of the original evidence layout: remove it"))
     raw: dict[str, bytes] = {}
@@ -142,7 +200,11 @@ def verify_original_archive(root: Path) -> ArchiveFiles:
             out.results.append(failed("original.integrity.missing", rel, "original evidence file is absent "
                                       "(or a link): restore it from the repository"))
             continue
-        raw[rel] = path.read_bytes()
+        try:
+            raw[rel] = safeio.read_regular(path, limit=content_limit(rel)[1], where=rel)
+        except RecordError as exc:
+            out.results.append(failed("original.integrity.regular_file", rel, str(exc)))
+            continue
         sha[rel] = hashlib.sha256(raw[rel]).hexdigest()
     parsed: dict[str, object] = {}
     for rel, data in raw.items():
@@ -150,23 +212,8 @@ def verify_original_archive(root: Path) -> ArchiveFiles:
             parsed[rel] = parse_json(data, rel)
         except RecordError as exc:
             out.results.append(failed("original.integrity.json", rel, str(exc)))
-    bad: set[str] = set()
-    for target, recorder, key in SHA_CHAIN:
-        if target not in sha or recorder not in parsed:
-            bad.add(target)
-            continue
-        subject = f"{target} <- {recorder}:{key if isinstance(key, str) else '.'.join(key)}"
-        try:
-            recorded = get(parsed[recorder], key, str, recorder)
-        except RecordError as exc:
-            out.results.append(failed("original.integrity.sha_chain", subject, str(exc)))
-            bad.add(target)
-            continue
-        res = check_equal("original.integrity.sha_chain", subject, recorded, sha[target],
-                          what=f"sha256 of {target} as recorded in {recorder}")
-        out.results.append(res)
-        if res.status.value == "FAIL":
-            bad.add(target)
+    chain_results, bad = check_sha_chains(raw, parsed)
+    out.results.extend(chain_results)
     for rel, length in LENGTH_ONLY.items():
         if rel not in raw:
             bad.add(rel)
@@ -192,7 +239,11 @@ def verify_original_archive(root: Path) -> ArchiveFiles:
     for rel, (recorder, key) in OPTIONAL_BINARIES.items():
         if rel not in present or recorder not in out.content:
             continue
-        data = (root / rel).read_bytes()
+        try:
+            data = safeio.read_regular(root / rel, limit=content_limit(rel)[1], where=rel)
+        except RecordError as exc:
+            out.results.append(failed("original.integrity.regular_file", rel, str(exc)))
+            continue
         recorded = get(parsed[recorder], key, str, recorder)
         res = check_equal("original.integrity.binary_sha256", rel, recorded, hashlib.sha256(data).hexdigest(),
                           what=f"file sha256 recorded in {recorder}")

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from bundle.errors import BundleError
+
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays/objects accepted in evidence JSON (the deepest shipped record
+nests 8 levels); deeper input is refused before it is parsed, so no input can exhaust the
+parser's recursion."""
 
 
 class RecordError(BundleError):
@@ -41,16 +49,69 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in evidence JSON")
 
 
-def parse_json(data: bytes, where: str) -> Any:
-    """Parse evidence JSON bytes (UTF-8), rejecting NaN and Infinity.
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(f"key {key!r} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(data: bytes) -> int:
+    """Deepest nesting of ``[``/``{`` in JSON bytes, counted outside strings, without parsing.
+
+    Args:
+        data: JSON text as bytes (UTF-8).
+
+    Returns:
+        0 for a scalar, 1 for ``[]`` or ``{"a": 1}``, and so on. For text that is not JSON the
+        count is meaningless (the parser then rejects it).
+    """
+    brackets = np.frombuffer(_JSON_STRING.sub(b"", data).translate(None, _NOT_A_BRACKET), dtype=np.uint8)
+    steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def parse_json(data: bytes, where: str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
+    """Parse evidence JSON bytes (UTF-8) strictly.
+
+    Args:
+        data: the JSON text.
+        where: file name for the error line.
+        max_depth: refuse nesting deeper than this before parsing (:func:`json_depth`); None
+            only for bytes that already passed this check (the verified members of an archive).
+
+    Returns:
+        The parsed value (objects as dicts in file order).
 
     Raises:
-        RecordError: not UTF-8, not JSON, or containing NaN/Infinity.
+        RecordError: not UTF-8, not JSON, NaN/Infinity, a key repeated within one object, or
+            nesting deeper than *max_depth* (:data:`MAX_JSON_DEPTH`).
     """
+    if max_depth is not None and data.count(b"[") + data.count(b"{") > max_depth \
+            and (depth := json_depth(data)) > max_depth:
+        raise RecordError(f"record nests {depth} levels deep, more than the {max_depth} evidence JSON may "
+                          f"({where}): this is not a record the bundle writes; restore the file", where)
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise RecordError(f"record is not UTF-8 text ({where}, byte {exc.start}): regenerate the file", where) from None
+    except _DuplicateKey as exc:
+        raise RecordError(f"record has a duplicate key ({where}): {exc}; JSON readers disagree on which value "
+                          "counts, so the bundle never writes one: regenerate the file", where) from None
+    except RecursionError:
+        raise RecordError(f"record nests too deeply to parse ({where}): restore the file", where) from None
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         raise RecordError(f"record is not valid JSON ({where}): {msg}; regenerate the file", where) from None

@@ -9,11 +9,13 @@ FAIL line (``<family>.error``) and the remaining families still run (as MLPerf's
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bundle.errors import BundleError
+from verify.host import HostReferenceError, require_reference_data
 from verify.integrity import MANIFEST_NAME, ArchiveFiles, verify_run_archive
 from verify.original_layout import is_original_archive, verify_original_archive
 from verify.result import CheckResult, VerifyReport, failed, unavailable
@@ -25,6 +27,7 @@ def original_families() -> tuple[tuple[str, Family], ...]:
     """Checks of the original archive, in protocol order."""
     from verify.checks import original as o
     from verify.checks import original_cache as c
+    from verify.checks import original_fields
 
     return (
         ("original.protocol", o.check_protocol),
@@ -38,12 +41,22 @@ def original_families() -> tuple[tuple[str, Family], ...]:
         ("original.cache.summary", c.check_summary),
         ("original.cache.submission", c.check_cache_submission),
         ("original.cache.consistency", c.check_peaks_match_runs),
+        ("original.fields", original_fields.check_original_fields),
     )
 
 
 def run_families() -> tuple[tuple[str, Family], ...]:
     """Checks of one of our run archives (families skip phases the archive lacks)."""
-    from verify.checks import run, run_compare, run_consistency, run_energy, run_profile, run_qualify
+    from verify.checks import (
+        run,
+        run_compare,
+        run_consistency,
+        run_energy,
+        run_fields,
+        run_nvml,
+        run_profile,
+        run_qualify,
+    )
 
     return (
         ("run.fixtures", run.check_fixtures),
@@ -52,18 +65,32 @@ def run_families() -> tuple[tuple[str, Family], ...]:
         ("run.energy", run_energy.check_energy_phase),
         ("run.consistency", run_consistency.check_consistency),
         ("run.profile", run_profile.check_profile_phase),
+        ("run.nvml", run_nvml.check_nvml_logs),
+        ("run.fields", run_fields.check_run_fields),
     )
 
 
-def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], report: VerifyReport) -> None:
-    """Run each family; an exception becomes one FAIL line and the rest still run."""
+def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], report: VerifyReport,
+               on_stage: Callable[[str], None] | None = None) -> None:
+    """Run each family; an exception becomes one FAIL line and the rest still run.
+
+    Args:
+        files: the archive's files after integrity.
+        families: ``(name, check function)`` pairs, in order.
+        report: receives the verdicts.
+        on_stage: called with each family's name before it runs (progress display).
+    """
     for name, family in families:
+        if on_stage is not None:
+            on_stage(name)
         if not files.ok:
             report.extend([unavailable(f"{name}", files.root.name, "not evaluated: integrity failed, no record "
                                        "or label is read from an archive whose hashes do not match")])
             continue
         try:
             report.extend(family(files))
+        except HostReferenceError:
+            raise  # the host's reference data, not the archive: one line for the whole run
         except BundleError as exc:
             named = getattr(exc, "file", None)  # a RecordError names its file
             subject = named if named and files.has(named) else files.root.name
@@ -73,27 +100,45 @@ def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], repo
             report.extend([failed(f"{name}.error", files.root.name, f"{type(exc).__name__}: {line}")])
 
 
-def verify_archive(path: Path) -> VerifyReport:
+def stage_count(path: Path) -> int:
+    """How many times :func:`verify_archive` calls ``on_stage`` for *path* (integrity + families)."""
+    path = Path(path)
+    return 1 + len(run_families() if os.path.lexists(path / MANIFEST_NAME) else original_families())
+
+
+def verify_archive(path: Path, *, on_stage: Callable[[str], None] | None = None) -> VerifyReport:
     """Verify one archive folder (ours with ``manifest.json``, or the original layout).
+
+    Args:
+        path: the archive folder.
+        on_stage: called with ``"integrity"`` and then each check family's name before it runs
+            (:func:`stage_count` calls in all), for a progress display.
+
+    Returns:
+        The archive's verdicts and wall times per stage (seconds).
 
     Raises:
         BundleError: the folder does not exist or is neither layout.
+        HostReferenceError: this host's frozen reference or raw MNIST files are missing or
+            altered (:func:`verify.host.require_reference_data`); nothing is verified.
     """
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"archive folder not found ({path}): pass an evidence/<run> folder")
     t0 = time.perf_counter()
-    if (path / MANIFEST_NAME).exists():
-        kind = "run"
-        files = verify_run_archive(path)
-        families = run_families()
+    if on_stage is not None:
+        on_stage("integrity")
+    # lexists: a manifest.json that is a link or a special file is this archive's (refused by
+    # integrity, never opened), not a sign of another layout.
+    if os.path.lexists(path / MANIFEST_NAME):
+        kind, verify_files, families = "run", verify_run_archive, run_families()
     elif is_original_archive(path):
-        kind = "original"
-        files = verify_original_archive(path)
-        families = original_families()
+        kind, verify_files, families = "original", verify_original_archive, original_families()
     else:
         raise BundleError(f"not an evidence archive ({path}): it has no manifest.json and is not the original "
                           "layout; pass evidence/<run-id> or evidence/rev88-original")
+    require_reference_data(kind)
+    files = verify_files(path)
     report = VerifyReport(archive=str(path), kind=kind)
     report.extend(files.results)
     if kind == "run" and files.ok:
@@ -101,7 +146,7 @@ def verify_archive(path: Path) -> VerifyReport:
 
         files.background = ReportReads(files)  # the slow .ncu-rep reads overlap the other checks
     try:
-        run_checks(files, families, report)
+        run_checks(files, families, report, on_stage)
     finally:
         if files.background is not None:
             files.background.close()
@@ -117,7 +162,7 @@ def discover_archives(evidence_dir: Path) -> list[Path]:
     if not evidence_dir.is_dir():
         raise BundleError(f"evidence folder not found ({evidence_dir}): run from the repository root or pass archives")
     found = [p for p in sorted(evidence_dir.iterdir()) if p.is_dir() and not p.is_symlink()
-             and ((p / MANIFEST_NAME).exists() or is_original_archive(p))]
+             and (os.path.lexists(p / MANIFEST_NAME) or is_original_archive(p))]
     if not found:
         raise BundleError(f"no archives under {evidence_dir}: pass an archive folder")
     return found

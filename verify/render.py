@@ -1,115 +1,151 @@
-"""Rendering of verify reports: a rich table for a terminal, compact lines for pipes, JSON for machines.
+"""Rendering of verify reports as wrapped text lines (terminal and pipe alike) or JSON.
 
-Rendering never decides a status. In the table PASS verdicts are folded per check family
-(``energy.trial.*``: N checks), UNAVAILABLE verdicts sharing a check id and reason into one
-row; every FAIL has its own row; ``show_all`` lists every verdict. When stdout is not a
-terminal (a pipe, make, CI logs) :func:`render_compact` prints one summary line per archive,
-one line per FAIL and the UNAVAILABLE check ids with their counts, never wrapped.
+Rendering never decides a status. For each archive :func:`render_lines` gives:
+
+1. one summary line (``<archive> (<kind>): verified (N PASS, N FAIL, N UNAVAILABLE)``),
+   never wrapped, so scripts and CI logs can pick it out;
+2. every FAIL on its own, with its check id, subject and reason;
+3. every UNAVAILABLE *group*: the verdicts that share one reason, with their count, their
+   check ids and the first subject (``verbose`` lists every subject);
+4. only with ``verbose``: one line per PASSed check id with its count; with ``show_all``:
+   one entry per verdict instead of groups.
+
+Lines are word-wrapped to a width (80 columns in a pipe, the terminal's width on one) with
+a hanging indent; words, paths and check ids are never broken (a token longer than the
+line stays whole). :func:`render_json` gives every verdict for machines.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Callable, Sequence
-
-from rich.console import Console
-from rich.table import Table
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
 
 from verify.result import CheckResult, Status, VerifyReport
 
-_STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.UNAVAILABLE: "yellow"}
+MIN_WIDTH = 40
+"""Narrowest layout; a narrower console still gets 40-column lines."""
+
+SUBJECTS_SHOWN = 1
+"""Subjects listed per UNAVAILABLE group without ``verbose``."""
+
+HINT = "(--verbose lists every subject and the PASS count per check; --json gives every verdict)"
+"""Closing line when subjects were left out."""
+
+STYLES = {Status.PASS.value: "green", Status.FAIL.value: "bold red", Status.UNAVAILABLE.value: "yellow",
+          "verified": "green", "FAILED": "bold red"}
+"""Rich styles of the status words when printing to a terminal."""
 
 
-def _short(value: object, limit: int = 40) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _rows(report: VerifyReport, show_all: bool) -> list[tuple[CheckResult, int]]:
-    if show_all:
-        return [(r, 1) for r in report.results]
-    groups: dict[tuple, list[CheckResult]] = {}
-    order: list[tuple] = []
-    for r in report.results:
-        if r.status is Status.FAIL:
-            key: tuple = (id(r),)
-        elif r.status is Status.PASS:
-            key = (".".join(r.check_id.split(".")[:2]), r.status)
-        else:
-            key = (r.check_id, r.status, r.reason)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(r)
-    rows = []
-    for k in order:
-        first, n = groups[k][0], len(groups[k])
-        if first.status is Status.PASS and n > 1:
-            first = CheckResult(k[0] + ".*", f"{n} checks", Status.PASS, reason="all passed (--all lists them)")
-            n = 1
-        rows.append((first, n))
-    return rows
-
-
-def render_table(reports: Sequence[VerifyReport], console: Console, *, show_all: bool = False,
-                 timings: bool = False) -> None:
-    """Print one table per archive and a summary line each."""
-    for report in reports:
-        table = Table(title=f"{report.archive} ({report.kind})", show_lines=False, expand=False)
-        for col in ("status", "check", "subject", "recorded", "recomputed", "tolerance", "reason"):
-            table.add_column(col, overflow="fold")
-        for r, n in _rows(report, show_all):
-            subject = r.subject if n == 1 else f"{r.subject} (+{n - 1} more)"
-            table.add_row(f"[{_STYLE[r.status]}]{r.status.value}[/]", r.check_id, subject, _short(r.recorded),
-                          _short(r.recomputed), r.tolerance or "", r.reason)
-        console.print(table)
-        counts = ", ".join(f"{report.count(s)} {s.value}" for s in Status)
-        verdict = "[green]verified[/]" if report.ok else "[bold red]FAILED[/]"
-        console.print(f"{report.archive}: {verdict} ({counts})")
-        if timings:
-            total = report.timings_s.get("total", 0.0)
-            hashing = report.timings_s.get("hashing", 0.0)
-            share = 100.0 * hashing / total if total else 0.0
-            console.print(f"  wall {total:.3f} s, hashing/decompressing {hashing:.3f} s ({share:.1f} %)")
-            if "ncu_report_wait" in report.timings_s:
-                console.print(f"  .ncu-rep reads: {report.timings_s['ncu_report_read_in_workers']:.3f} s in worker "
-                              f"processes, {report.timings_s['ncu_report_wait']:.3f} s of wall spent waiting for them")
-
-
-def _summary(report: VerifyReport) -> str:
+def summary_line(report: VerifyReport) -> str:
+    """``<archive> (<kind>): verified|FAILED (N PASS, N FAIL, N UNAVAILABLE)``."""
     counts = ", ".join(f"{report.count(s)} {s.value}" for s in Status)
     return f"{report.archive} ({report.kind}): {'verified' if report.ok else 'FAILED'} ({counts})"
 
 
-def _line(r: CheckResult) -> str:
-    return f"  {r.status.value} {r.check_id} [{r.subject}]: {r.reason}".rstrip(": ")
+def _wrap(text: str, width: int, indent: str, hanging: str) -> list[str]:
+    return textwrap.wrap(text, width=max(width, MIN_WIDTH), initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
 
 
-def render_compact(reports: Sequence[VerifyReport], echo: Callable[[str], None], *, show_all: bool = False,
-                   timings: bool = False) -> None:
-    """Plain lines for a non-terminal stdout: per archive a summary, each FAIL, the UNAVAILABLE ids.
+def _ordered_unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _value(value: object, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unavailable_groups(report: VerifyReport) -> list[tuple[str, list[CheckResult]]]:
+    """The UNAVAILABLE verdicts of *report* grouped by reason, in first-seen order.
+
+    Returns:
+        ``[(reason, [verdicts with that reason]), ...]``.
+    """
+    groups: dict[str, list[CheckResult]] = {}
+    for r in report.results:
+        if r.status is Status.UNAVAILABLE:
+            groups.setdefault(r.reason, []).append(r)
+    return list(groups.items())
+
+
+def _verdict_lines(r: CheckResult, width: int, *, values: bool) -> list[str]:
+    head = f"{r.status.value} {r.check_id} [{r.subject}]"
+    lines = _wrap(f"{head}: {r.reason}" if r.reason else head, width, "  ", "      ")
+    if values and (r.recorded is not None or r.recomputed is not None):
+        extra = f"recorded {_value(r.recorded)}; recomputed {_value(r.recomputed)}"
+        if r.tolerance:
+            extra += f"; tolerance {r.tolerance}"
+        lines += _wrap(extra, width, "      ", "      ")
+    return lines
+
+
+def render_lines(report: VerifyReport, *, width: int = 80, verbose: bool = False,
+                 show_all: bool = False) -> list[str]:
+    """The text lines for one archive (see the module docstring).
 
     Args:
-        echo: prints one line (``typer.echo``).
-        show_all: one line per verdict instead.
+        report: the archive's verdicts.
+        width: line width in columns (at least :data:`MIN_WIDTH` is used).
+        verbose: also list PASS counts per check id and every subject of each UNAVAILABLE group.
+        show_all: one entry per verdict (FAIL, UNAVAILABLE and PASS alike) instead of groups.
+
+    Returns:
+        Lines without trailing newlines; the first is :func:`summary_line`.
+    """
+    lines = [summary_line(report)]
+    if show_all:
+        for r in report.results:
+            lines += _verdict_lines(r, width, values=True)
+        return lines
+    for r in report.failures():
+        lines += _verdict_lines(r, width, values=True)
+    for reason, group in unavailable_groups(report):
+        ids = _ordered_unique(r.check_id for r in group)
+        lines += _wrap(f"UNAVAILABLE ({len(group)}) {', '.join(ids)}: {reason}", width, "  ", "      ")
+        subjects = _ordered_unique(r.subject for r in group)
+        shown = subjects if verbose else subjects[:SUBJECTS_SHOWN]
+        text = "; ".join(shown)
+        if len(subjects) > len(shown):
+            text += f" and {len(subjects) - len(shown)} more"
+        lines += _wrap(f"{'subject' if len(subjects) == 1 else 'subjects'}: {text}", width, "      ", "        ")
+    if verbose:
+        passed: dict[str, int] = {}
+        for r in report.results:
+            if r.status is Status.PASS:
+                passed[r.check_id] = passed.get(r.check_id, 0) + 1
+        for check_id, n in passed.items():
+            lines += _wrap(f"PASS ({n}) {check_id}", width, "  ", "      ")
+    return lines
+
+
+def timing_lines(report: VerifyReport) -> list[str]:
+    """``  timing <stage>: <seconds> s`` for each recorded stage of *report*."""
+    return [f"  timing {key}: {value:.3f} s" for key, value in report.timings_s.items()]
+
+
+def render_text(reports: Sequence[VerifyReport], echo: Callable[[str], None], *, width: int = 80,
+                verbose: bool = False, show_all: bool = False, timings: bool = False) -> None:
+    """Print every archive's lines through *echo* (one call per line).
+
+    Args:
+        reports: the archives' verdicts, in order.
+        echo: prints one line (``typer.echo``, or a styled terminal printer).
+        width: line width in columns.
+        verbose: see :func:`render_lines`.
+        show_all: see :func:`render_lines`.
+        timings: add the wall time per stage after each archive.
     """
     for report in reports:
-        echo(_summary(report))
-        if show_all:
-            for r in report.results:
-                echo(_line(r))
-        else:
-            for r in report.failures():
-                echo(_line(r))
-            ids = Counter(r.check_id for r in report.results if r.status is Status.UNAVAILABLE)
-            if ids:
-                echo(f"  {sum(ids.values())} UNAVAILABLE: " + ", ".join(f"{c} ({n})" for c, n in sorted(ids.items())))
+        for line in render_lines(report, width=width, verbose=verbose, show_all=show_all):
+            echo(line)
         if timings:
-            for key, value in report.timings_s.items():
-                echo(f"  timing {key}: {value:.3f} s")
+            for line in timing_lines(report):
+                echo(line)
+    if not (verbose or show_all) and any(len(g) > SUBJECTS_SHOWN for r in reports for _, g in unavailable_groups(r)):
+        for line in _wrap(HINT, width, "", ""):
+            echo(line)
 
 
 def render_json(reports: Sequence[VerifyReport]) -> str:

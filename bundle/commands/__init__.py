@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -52,15 +53,50 @@ def require_cuda(command: str, engine: str) -> None:
     """With the native engine, raise a one-line :class:`BundleError` when torch sees no CUDA device.
 
     ``torch.cuda.is_available()`` does not initialise CUDA, so this is safe in the orchestrating
-    process. A docker engine checks its own GPU runtime when its first job starts.
+    process. (:func:`checked_engine` also checks a docker engine, through a probe container.)
 
     Raises:
         BundleError: no CUDA device visible to torch on this host.
     """
     if engine != "native":
         return
-    import torch  # noqa: PLC0415
+    from bundle import preflight  # noqa: PLC0415
 
-    if not torch.cuda.is_available():
-        raise BundleError(f"CUDA is not available to torch {torch.__version__} on this host ({command}): "
-                          "run it on a GPU host (see docs/gpu-hosts.md); nothing was written")
+    preflight.raise_first_failure([preflight.check_cuda()], command=command, where="on this host")
+
+
+def checked_engine(phase: str, *, engine: str, device: str, out: Path, command: str,
+                   ncu: str | None = None) -> Any:
+    """The engine named by ``--engine``, after *phase*'s preconditions on *device* were checked.
+
+    Runs before the phase writes anything: natively the checks run in this process; with
+    ``--engine docker`` one probe container runs them (the run folder is created for its
+    mount and removed again if the probe fails and the folder is still empty).
+
+    Args:
+        phase: ``validate``, ``compare``, ``qualify``, ``energy`` or ``profile``.
+        engine: ``native`` or ``docker``.
+        device: ``cuda`` or ``cpu``.
+        out: the run folder (``--out``).
+        command: for messages (``"rev88 compare"``).
+        ncu: the ``--ncu`` path (profile).
+
+    Returns:
+        A :class:`bundle.jobs.Engine`.
+
+    Raises:
+        BundleError: unknown engine or device, a GPU-only phase on the CPU, or a missing
+            precondition (one line; nothing written).
+    """
+    from bundle import preflight  # noqa: PLC0415
+    from bundle.commands.compare import make_engine  # noqa: PLC0415
+
+    preflight.needs_for([phase], device)
+    job_engine = make_engine(engine)
+    if getattr(job_engine, "kind", "native") == "docker":
+        with preflight.run_folder(Path(out)) as run_dir:
+            preflight.require([phase], device=device, command=command, engine=job_engine, run_dir=run_dir.resolve(),
+                              ncu=ncu)
+    else:
+        preflight.require([phase], device=device, command=command, ncu=ncu)
+    return job_engine

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_cuda, require_module
+from bundle.commands import checked_engine, one_line_errors, require_module
 
 
 def make_engine(name: str):  # noqa: ANN201  (an Engine)
@@ -47,35 +47,35 @@ def register(app: typer.Typer) -> None:
         """Run the fixture at :4096:8, :16:8 and :0:0 in fresh processes and compare memory and outputs."""
         require_module("torch", "rev88 compare", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
 
+        from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.phases.compare import run_compare  # noqa: PLC0415
 
-        if device == "cuda":
-            require_cuda("rev88 compare", engine)
+        job_engine = checked_engine("compare", engine=engine, device=device, out=out, command="rev88 compare")
         console = Console(stderr=True)
-        result = run_compare(out, engine=make_engine(engine), raw_dir=raw_dir, draw_index=draw, force=force,
+        result = run_compare(out, engine=job_engine, raw_dir=raw_dir, draw_index=draw, force=force,
                              device=device, on_job=lambda name: console.print(f"[bold]running[/] {name}"),
                              on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
                                                                 highlight=False))
-        table = Table(title=f"cuBLAS workspace comparison, draw {draw} ({out}/compare)")
-        for col in ("workspace", "peak alloc B", "MiB", "live B", "peak reserved B", "unnamed B",
-                    "saved vs baseline", "first run ms", "audit"):
-            table.add_column(col, justify="left" if col == "workspace" else "right")
+        rows = []
         for cfg in result["configs"]:
             mem = cfg["memory"] or {}
             red = result["reductions_vs_baseline"].get(cfg["workspace"])
             saved = (f"{red['peak_allocated_bytes_saved']:,} ({red['peak_allocated_reduction_percent']:.2f} %)"
                      if red else "-")
             ms = cfg["first_invocation_cuda_ms"]
-            num = {k: (f"{v:,}" if isinstance(v, int) else f"{v:.4f}") for k, v in mem.items()}
-            table.add_row(f"{cfg['workspace']} {cfg['role']}", num.get("peak_allocated_bytes", "-"),
-                          num.get("peak_allocated_mib", "-"), num.get("live_allocated_bytes", "-"),
-                          num.get("peak_reserved_bytes", "-"), num.get("unnamed_live_allocated_bytes", "-"),
-                          saved, "-" if ms is None else f"{ms:.2f}",
-                          "-" if cfg["memory_audit"] is None else ("ok" if cfg["memory_audit"]["passed"] else "FAIL"))
-        Console().print(table)
+            num = {k: (f"{v:,}" if isinstance(v, int) else f"{v:,.4f}") for k, v in mem.items()}
+            rows.append((f"{cfg['workspace']} {cfg['role']}", num.get("peak_allocated_bytes", "-"),
+                         num.get("peak_allocated_mib", "-"), num.get("live_allocated_bytes", "-"),
+                         num.get("peak_reserved_bytes", "-"), num.get("unnamed_live_allocated_bytes", "-"),
+                         saved, "-" if ms is None else f"{ms:,.2f}",
+                         "-" if cfg["memory_audit"] is None else ("ok" if cfg["memory_audit"]["passed"] else "FAIL")))
+        print_table(Console(), f"cuBLAS workspace comparison, draw {draw} ({out}/compare)",
+                    ("workspace", "peak alloc B", "MiB", "live B", "peak reserved B", "unnamed B",
+                     "saved vs baseline", "first run ms", "audit"), rows)
         frozen = result["predictions_bit_equal_to_frozen_reference"]
-        typer.echo(f"predictions bit-equal across configs: {result['predictions_bit_equal_across_configs']}; "
-                   f"to the frozen original: {frozen}; state fields differing from baseline: "
-                   f"{result['state_fields_differing_from_baseline']}")
+        yes = {True: "yes", False: "NO", None: "not applicable"}
+        differing = result["state_fields_differing_from_baseline"]
+        typer.echo(f"predictions bit-equal across configs: {yes[result['predictions_bit_equal_across_configs']]}; "
+                   f"to the frozen original: {yes[frozen]}; state fields differing from the baseline: "
+                   + "; ".join(f"{ws}: {', '.join(f) or 'none'}" for ws, f in differing.items()))

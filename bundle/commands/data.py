@@ -36,20 +36,17 @@ def check(
 ) -> None:
     """Print the status of the four raw files; exit non-zero if any is missing or altered."""
     from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
 
+    from bundle.commands.console import print_table  # noqa: PLC0415
     from bundle.data import default_raw_dir, raw_status  # noqa: PLC0415
     from bundle.errors import BundleError  # noqa: PLC0415
 
     folder = raw_dir if raw_dir is not None else default_raw_dir()
     rows = raw_status(folder)
-    table = Table(title=f"MNIST raw files in {folder}")
-    for column in ("file", "used by rev88", "status", "size (bytes)", "sha256"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(row["file"], "yes" if row["used"] else "no", row["status"],
-                      "-" if row["size_bytes"] is None else f"{row['size_bytes']:,}", (row["sha256"] or "-")[:16])
-    Console().print(table)
+    print_table(Console(), f"MNIST raw files in {folder}", ("file", "used by rev88", "status", "size (bytes)", "sha256"),
+                [(row["file"], "yes" if row["used"] else "no", row["status"],
+                  "-" if row["size_bytes"] is None else f"{row['size_bytes']:,}", (row["sha256"] or "-")[:16])
+                 for row in rows], right_align_from=3)
     bad = [r for r in rows if r["status"] != "ok"]
     if bad:
         first = bad[0]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_cuda, require_module
+from bundle.commands import checked_engine, one_line_errors, require_module
 from bundle.errors import BundleError
 
 
@@ -32,25 +32,20 @@ def register(app: typer.Typer) -> None:
         """Measure idle-adjusted energy per task with NVML in fresh fixture processes."""
         require_module("torch", "rev88 energy", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
 
-        from bundle.commands.compare import make_engine  # noqa: PLC0415
+        from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.phases.energy import run_energy  # noqa: PLC0415
 
         if protocol not in ("original", "interleaved", "both"):
             raise BundleError(f"unknown --protocol {protocol!r}: use original, interleaved or both")
-        require_cuda("rev88 energy", engine)
+        job_engine = checked_engine("energy", engine=engine, device="cuda", out=out, command="rev88 energy")
         console = Console(stderr=True)
-        result = run_energy(out, engine=make_engine(engine), protocol=protocol, raw_dir=raw_dir, draw_index=draw,
+        result = run_energy(out, engine=job_engine, protocol=protocol, raw_dir=raw_dir, draw_index=draw,
                             rounds=rounds, active_seconds=active_seconds, idle_seconds=idle_seconds,
                             settle_seconds=settle_seconds, record_nvml=record_nvml, force=force,
                             on_job=lambda name: console.print(f"[bold]running[/] {name}"),
                             on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
                                                                highlight=False))
-        table = Table(title=f"idle-adjusted energy, draw {draw} ({out}/energy)")
-        for col in ("protocol", "workspace", "n", "mJ/task mean", "SD", "rel SD %", "95 % CI", "ratio vs :4096:8",
-                    "CUDA ms/task"):
-            table.add_column(col, justify="left" if col in ("protocol", "workspace") else "right")
         rows = []
         if result["original"]:
             rows.append(("original", result["original"]["workspace"], result["original"]["summaries"], None))
@@ -58,13 +53,16 @@ def register(app: typer.Typer) -> None:
             inter = result["interleaved"]
             for ws, summ in inter["summaries"].items():
                 rows.append(("interleaved", ws, summ, inter["ratios_vs_baseline"].get(ws)))
+        cells = []
         for proto, ws, summ, ratio in rows:
             s, ms = summ["idle_adjusted_mj_per_task"], summ["cuda_ms_per_task"]
             r = ratio["idle_adjusted_mj_per_task"] if ratio else None
             rtext = "-" if r is None else (f"{r['ratio']:.4f} [{r['ci95_low']:.4f}, {r['ci95_high']:.4f}]"
                                            if r["bounded"] else f"{r['ratio']:.4f} [unbounded]")
-            table.add_row(proto, ws, str(s["count"]), f"{s['mean']:.2f}", f"{s['sample_sd']:.2f}",
+            cells.append((f"{proto} {ws}", str(s["count"]), f"{s['mean']:,.2f}", f"{s['sample_sd']:,.2f}",
                           "-" if s["relative_sd"] is None else f"{100 * s['relative_sd']:.1f}",
-                          f"[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]", rtext,
-                          "-" if ms["mean"] is None else f"{ms['mean']:.3f}")
-        Console().print(table)
+                          f"[{s['ci95_low']:,.1f}, {s['ci95_high']:,.1f}]", rtext,
+                          "-" if ms["mean"] is None else f"{ms['mean']:,.3f}"))
+        print_table(Console(), f"idle-adjusted energy, draw {draw} ({out}/energy)",
+                    ("protocol, workspace", "n", "mJ/task mean", "SD", "rel SD %", "95 % CI", "ratio vs :4096:8",
+                     "CUDA ms/task"), cells)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import checked_engine, one_line_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -36,12 +36,13 @@ def register(app: typer.Typer) -> None:
         """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""
         from rich.console import Console  # noqa: PLC0415
         from rich.progress import Progress  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
 
-        from bundle.jobs import SubprocessEngine  # noqa: PLC0415
+        from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.phases.profile import plan_runs, run_profile  # noqa: PLC0415
 
         total = len(plan_runs(repeats))  # validates --repeats before anything starts
+        job_engine = checked_engine("profile", engine="native", device="cuda", out=out, command="rev88 profile",
+                                    ncu=ncu)
         console = Console(stderr=True)
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("ncu", total=total)
@@ -49,17 +50,16 @@ def register(app: typer.Typer) -> None:
             def on_run(run, index: int, count: int) -> None:
                 progress.update(bar, completed=index, description=f"ncu {run.name}")
 
-            summary = run_profile(out, engine=SubprocessEngine(), repeats=repeats, ncu=ncu, raw_dir=raw_dir,
+            summary = run_profile(out, engine=job_engine, repeats=repeats, ncu=ncu, raw_dir=raw_dir,
                                   force=force, on_run=on_run, keep_reports=keep_reports)
             progress.update(bar, completed=total)
-        table = Table(title=f"profile (ncu {summary['ncu_version']}, mean ± sample SD over {repeats} repeats)")
-        for column in ("profile", "DRAM read B/seq", "DRAM write B/seq", "L2 read B/seq", "L2 write B/seq", "hit %"):
-            table.add_column(column, justify="left" if column == "profile" else "right")
         fields = ("dram_read_bytes_per_sequence", "dram_write_bytes_per_sequence",
                   "l2_read_request_bytes_per_sequence", "l2_write_request_bytes_per_sequence",
                   "l2_sector_hit_rate_percent")
-        for key, entry in summary["profiles"].items():
-            table.add_row(key, *(f"{entry['mean'][f]:,.2f} ± {entry['sample_sd'][f]:,.2f}" for f in fields))
-        Console().print(table)
+        rows = [(key, *(f"{entry['mean'][f]:,.2f} ± {entry['sample_sd'][f]:,.2f}" for f in fields))
+                for key, entry in summary["profiles"].items()]
+        print_table(Console(), f"profile (ncu {summary['ncu_version']}, mean ± sample SD over {repeats} repeats)",
+                    ("profile", "DRAM read B/seq", "DRAM write B/seq", "L2 read B/seq", "L2 write B/seq", "hit %"),
+                    rows)
         if not summary["ncu_version_is_pinned"]:
             console.print(f"note: {summary['ncu_version_note']}")

@@ -28,14 +28,16 @@ def register(app: typer.Typer) -> None:
         """Train each draw freshly, write its predictions and record, then score all draws."""
         from rich.console import Console  # noqa: PLC0415
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
 
+        from bundle import preflight  # noqa: PLC0415
         from bundle.archive import WORK_DIR, RunArchive  # noqa: PLC0415
+        from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.qualify import InProcessRunner, parse_draws, run_qualification  # noqa: PLC0415
 
         selected = parse_draws(draws)
         require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or pip install torch==2.13.0 '.[learner]'")
+        preflight.require(["qualify"], device=device, command=f"rev88 qualify --device {device}")
         if RunArchive(out).is_complete("qualify") and not force:
             raise BundleError(f"phase 'qualify' is already complete ({out / 'qualify'}): pass --force to replace it "
                               "(make qualify PHASE_ARGS=--force) or use another --out folder")
@@ -58,20 +60,40 @@ def register(app: typer.Typer) -> None:
             result = run_qualification(out, device=device, raw_dir=raw_dir, draws=selected, runner=runner,
                                        force=force, on_draw=on_draw)
         accuracy = result["accuracy"]
-        table = Table(title=f"qualify ({device})")
-        for column in ("draw", "correct", "frozen correct", "predictions hash equal"):
-            table.add_column(column, justify="right")
         frozen = {row["draw"]: row for row in accuracy["frozen_comparison"]["rows"]}
+        rows = []
         for row in accuracy["rows"]:
             equal = result["records"][row["draw"]]["frozen_comparison"]["predictions_sha256_equal"]
-            table.add_row(str(row["draw"]), f"{row['correct']:,}", f"{frozen[row['draw']]['frozen_correct']:,}",
-                          "yes" if equal else "NO")
-        console.print(table)
-        verdict = "meets" if accuracy["meets_12_percent_error_target"] else "misses"
-        console.print(f"{accuracy['correct']:,} / {accuracy['total']:,} correct ({accuracy['accuracy_percent']:.2f} %): "
-                      f"{verdict} the 12 % error target (needs {accuracy['required_correct']:,}); "
-                      f"predictions equal to the frozen ones: {'all' if result['all_predictions_equal_frozen'] else 'NOT all'}")
+            rows.append((str(row["draw"]), f"{row['correct']:,}", f"{frozen[row['draw']]['frozen_correct']:,}",
+                         "yes" if equal else "NO"))
+        print_table(console, f"qualify ({device})", ("draw", "correct", "frozen correct", "predictions hash equal"),
+                    rows)
+        for line in verdict_lines(accuracy, all_equal=result["all_predictions_equal_frozen"]):
+            console.print(line, markup=False, highlight=False)
         if not result["all_predictions_equal_frozen"]:
             typer.echo("rev88: error: some draws' predictions differ from the frozen original "
                        f"({out}/qualify/draw-XX.json.gz frozen_comparison): investigate before using this run", err=True)
             raise typer.Exit(code=1)
+
+
+def verdict_lines(accuracy: dict, *, all_equal: bool) -> list[str]:
+    """The closing lines of ``rev88 qualify``: the count, and the 12 % verdict only for all 11 draws.
+
+    Args:
+        accuracy: the ``accuracy.json.gz`` record (``correct``, ``total``, ``accuracy_percent``,
+            ``required_correct``, ``meets_12_percent_error_target``, ``draws``, ``complete_protocol``).
+        all_equal: whether every draw's predictions equal the frozen ones.
+
+    Returns:
+        Lines to print. A partial run (``complete_protocol`` false) gets its count and no verdict,
+        because the target is defined over the whole protocol (11 draws, 96,800 of 110,000).
+    """
+    count = (f"{accuracy['correct']:,} / {accuracy['total']:,} correct ({accuracy['accuracy_percent']:.2f} %)")
+    frozen = f"predictions equal to the frozen ones: {'all' if all_equal else 'NOT all'}"
+    if not accuracy.get("complete_protocol", len(accuracy.get("draws", [])) == 11):
+        draws = accuracy.get("draws", [])
+        return [f"{count} on {len(draws)} of 11 draws ({', '.join(str(d) for d in draws)}); {frozen}",
+                "partial run: the 12 % error target is defined over all 11 draws (96,800 of 110,000), so no "
+                "verdict is given; run --draws 0-10 for one"]
+    verdict = "meets" if accuracy["meets_12_percent_error_target"] else "misses"
+    return [f"{count}: {verdict} the 12 % error target (needs {accuracy['required_correct']:,}); {frozen}"]

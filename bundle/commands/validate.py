@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors, require_cuda, require_module
+from bundle.commands import checked_engine, one_line_errors, require_module
 
 
 def register(app: typer.Typer) -> None:
@@ -24,37 +24,33 @@ def register(app: typer.Typer) -> None:
         """Check CUDA replay numerics, API = CLI outputs, and that bad inputs / late CUDA init are refused."""
         require_module("torch", "rev88 validate", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
 
-        from bundle.commands.compare import make_engine  # noqa: PLC0415
+        from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.validate import run_validate  # noqa: PLC0415
 
-        if device == "cuda":
-            require_cuda("rev88 validate --device cuda", engine)
+        job_engine = checked_engine("validate", engine=engine, device=device, out=out,
+                                    command=f"rev88 validate --device {device}")
         console = Console(stderr=True)
-        record = run_validate(out, engine=make_engine(engine), force=force, device=device,
+        record = run_validate(out, engine=job_engine, force=force, device=device,
                               on_job=lambda name: console.print(f"[bold]running[/] {name}"),
                               on_line=lambda line: console.print(f"  {line}", style="dim", markup=False,
                                                                  highlight=False))
         numerical = record["numerical_validation"] or {}
         smoke = record["api_cli_smoke"]
-        table = Table(title=f"runtime validation ({out}/validate, {record['workspace']}, {record['gpu']})")
-        table.add_column("check")
-        table.add_column("result", justify="right")
+        yes = {True: "yes", False: "NO"}
         rows = [
             ("CUDA replay checks", f"{numerical.get('checks', '-')}, max abs err {numerical.get('maximum_abs_error', '-')}"),
-            ("CUDA replay passed", str(numerical.get("passed", "n/a (cpu)"))),
-            ("CPU reconstruction self-test", str(record["cpu_reconstruction_selftest"]["passed"])),
-            ("API = CLI outputs", str(smoke["predictions_equal"] and smoke["scores_equal"]
-                                      and smoke["final_parameters_equal"] and smoke["final_velocity_equal"])),
-            ("repeated replay byte-equal", str(smoke["repeated_api_replay_byte_equal"])),
-            ("npz with test_labels refused", str(smoke["query_label_archive_rejected"])),
-            ("late CUDA init refused", str(smoke["late_cuda_initialization_rejected"])),
+            ("CUDA replay passed", yes.get(numerical.get("passed"), "not run (cpu)")),
+            ("CPU reconstruction self-test", yes[bool(record["cpu_reconstruction_selftest"]["passed"])]),
+            ("API = CLI outputs", yes[bool(smoke["predictions_equal"] and smoke["scores_equal"]
+                                           and smoke["final_parameters_equal"] and smoke["final_velocity_equal"])]),
+            ("repeated replay byte-equal", yes[bool(smoke["repeated_api_replay_byte_equal"])]),
+            ("npz with test_labels refused", yes[bool(smoke["query_label_archive_rejected"])]),
+            ("late CUDA init refused", yes[bool(smoke["late_cuda_initialization_rejected"])]),
         ]
-        for name, value in rows:
-            table.add_row(name, value)
-        Console().print(table)
+        print_table(Console(), f"runtime validation ({out}/validate, {record['workspace']}, "
+                               f"{record['gpu'] or 'CPU'})", ("check", "result"), rows)
         if not record["passed"]:
             raise BundleError(f"runtime validation failed ({out}/validate/validation.json.gz): read the record")
         typer.echo("runtime validation passed")

@@ -21,28 +21,57 @@ def register(app: typer.Typer) -> None:
         archives: Annotated[list[Path] | None, typer.Argument(
             help="archive folders; default: every archive under evidence/ (with manifest.json) "
                  "plus evidence/rev88-original")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print the verdicts as JSON")] = False,
-        show_all: Annotated[bool, typer.Option("--all", help="one row per verdict (no folding)")] = False,
-        timings: Annotated[bool, typer.Option("--timings", help="print wall time and hashing share")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="print every verdict as JSON")] = False,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", "-v", help="also list PASS counts per check and every subject of each UNAVAILABLE group")]
+            = False,
+        show_all: Annotated[bool, typer.Option("--all", help="one entry per verdict (no grouping)")] = False,
+        timings: Annotated[bool, typer.Option("--timings", help="print wall time per stage")] = False,
+        explain: Annotated[bool, typer.Option(
+            "--explain", help="print the attested fields (what no file can confirm, and why) and exit")] = False,
     ) -> None:
         """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields.
 
-        On a terminal the verdicts are a table; in a pipe one summary line per archive plus one line per FAIL.
+        Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE
+        verdicts that share a reason (with its count); --verbose adds the PASS counts, --json
+        gives every verdict. Exit status 1 when anything FAILs.
         """
-        from rich.console import Console
+        if explain:
+            from verify.coverage import explain_lines
 
-        from verify.registry import discover_archives, verify_archive
-        from verify.render import render_compact, render_json, render_table
+            typer.echo("\n".join(explain_lines()))
+            return
+        from rich.console import Console
+        from rich.text import Text
+
+        from bundle.commands.console import DelayedProgress
+        from verify.registry import discover_archives, stage_count, verify_archive
+        from verify.render import STYLES, render_json, render_text
 
         paths = list(archives) if archives else discover_archives(DEFAULT_EVIDENCE)
-        reports = [verify_archive(p) for p in paths]
+        total = sum(stage_count(p) for p in paths if Path(p).is_dir())
+        reports = []
+        with DelayedProgress("verify", total=total) as progress:
+            for path in paths:
+                def on_stage(stage: str, path: Path = path) -> None:
+                    progress.update(f"verify {path}: {stage}", advance=1)
+
+                reports.append(verify_archive(path, on_stage=on_stage))
         console = Console()
         if as_json:
             typer.echo(render_json(reports))
         elif console.is_terminal:
-            render_table(reports, console, show_all=show_all, timings=timings)
-        else:  # a pipe, make or CI: compact unwrapped lines, not an 80-column table
-            render_compact(reports, typer.echo, show_all=show_all, timings=timings)
+            def styled(line: str) -> None:
+                text = Text(line)
+                text.highlight_words(list(STYLES)[:3], "bold")
+                for word, style in STYLES.items():
+                    text.highlight_regex(rf"(?<![\w.]){word}(?![\w.])", style)
+                console.print(text, soft_wrap=True)
+
+            render_text(reports, styled, width=console.width, verbose=verbose, show_all=show_all, timings=timings)
+        else:  # a pipe, make or CI: the same lines, plain, wrapped to the console width (80 unless COLUMNS)
+            render_text(reports, typer.echo, width=console.width, verbose=verbose, show_all=show_all,
+                        timings=timings)
         if not all(r.ok for r in reports):
             raise typer.Exit(code=1)
 
@@ -51,8 +80,9 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         archive: Annotated[Path, typer.Argument(help="a verified run archive (evidence/<run-id>)")],
         out: Annotated[Path, typer.Option("--out", help="folder for REPORT.md and the PNG figures")] = Path("report"),
-        original: Annotated[Path, typer.Option(help="the original archive for side-by-side figures")] =
-            DEFAULT_EVIDENCE / "rev88-original",
+        original: Annotated[Path | None, typer.Option(
+            help="the original archive for the A100 reference figures (default: $REV88_ORIGINAL_DIR, else the "
+                 "repository's evidence/rev88-original)")] = None,
     ) -> None:
         """Write REPORT.md and PNG figures from verified figures only.
 
@@ -60,11 +90,20 @@ def register(app: typer.Typer) -> None:
         that lists the failures and shows the affected figures as "not verified", and the command
         exits 1.
         """
-        from verify.report import build_report
+        from bundle.commands.console import DelayedProgress
+        from bundle.errors import BundleError
+        from verify.checks.run_common import ORIGINAL_ROOT
+        from verify.report import write_report
 
-        path = build_report(archive, out, original=original)
-        typer.echo(f"wrote {path}")
-        if "## Failed checks" in path.read_text(encoding="utf-8"):
+        if original is not None and not original.is_dir():
+            raise BundleError(f"--original {original} is not a folder: pass evidence/rev88-original or leave it out")
+        original = original if original is not None else ORIGINAL_ROOT
+
+        with DelayedProgress("report") as progress:
+            written = write_report(archive, out, original=original, on_stage=progress.update)
+        for path in written:
+            typer.echo(f"wrote {path}")
+        if "## Failed checks" in written[0].read_text(encoding="utf-8"):
             typer.echo(f"rev88: error: {archive} fails verification: the report lists the failed checks and marks "
                        "their figures 'not verified'; run `rev88 verify` on it", err=True)
             raise typer.Exit(code=1)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +33,9 @@ from bundle.errors import BundleError
 
 PHASE = "qualify"
 SCHEMA_VERSION = 1
-ORIGINAL_DIR = Path(__file__).resolve().parents[2] / "evidence" / "rev88-original"
+#: The frozen reference: ``$REV88_ORIGINAL_DIR`` (set in the images), else the repository's copy.
+ORIGINAL_DIR = Path(os.environ.get("REV88_ORIGINAL_DIR")
+                    or Path(__file__).resolve().parents[2] / "evidence" / "rev88-original")
 #: Protocol-order frozen config (spec 2.1); equal to ``bundle.learner.FROZEN_CONFIG`` (no torch here).
 PROTOCOL_CONFIG = {"alpha": 0.5, "batch_size": 128, "momentum": 0.9, "weight_decay": 0.0,
                    "seed": 11, "depth": 2, "epochs": 2, "learning_rate": 0.1}
@@ -133,8 +134,7 @@ class InProcessRunner:
                        "train_predict_seconds": seconds, "cuda_ms": cuda_ms},
             "device": self.device,
             "software": {k: software[k] for k in ("python", "torch", "numpy", "cuda")},
-            "hardware": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                         "torch_threads": torch.get_num_threads(), "gpu": gpu},
+            "hardware": {"cpu": hostinfo.cpu_record(), "gpu": gpu},
             "workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         }
         return predictions, metadata, extra
@@ -298,6 +298,8 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
 
 
 def _record_execution(run: RunArchive, records: Mapping[int, Mapping[str, Any]]) -> None:
+    """State where the qualification ran: the first fresh-process record's execution, else this
+    process (in-process runner: engine and image from the job environment, image marker read here)."""
     from bundle import hostinfo  # noqa: PLC0415
 
     first = next(iter(records.values()))
@@ -305,5 +307,8 @@ def _record_execution(run: RunArchive, records: Mapping[int, Mapping[str, Any]])
         run.record_execution(PHASE, first["fixture"]["execution"])
         return
     software = {**(first.get("software") or {}), "nvidia_ml_py": None}
-    hardware = {"name": (first.get("hardware") or {}).get("gpu"), "uuid": None, "driver_version": None}
-    run.record_execution(PHASE, hostinfo.execution_record("native", None, hardware, software))
+    recorded = first.get("hardware") or {}
+    hardware = {"name": recorded.get("gpu"), "uuid": None, "driver_version": None,
+                "cpu": recorded.get("cpu") if isinstance(recorded.get("cpu"), dict) else None}
+    engine, image = hostinfo.execution_engine()
+    run.record_execution(PHASE, hostinfo.execution_record(engine, image, hardware, software))

@@ -2,11 +2,13 @@
 
 Order: validate, compare, qualify, energy, profile (a subset may be chosen; the order stays).
 A phase whose folder is already complete is skipped (resume), unless ``force``. Before the
-first phase one probe job runs through the engine: it fails fast with one line when the
-engine cannot start a job (no GPU runtime, missing image) and tells where the jobs run. Each
-completed phase that did not record its own execution in ``environment.json.gz`` gets the
-probe's record. Finally the offline verifier (``rev88 verify RUN_DIR``) runs on this host and
-its exit status is the verdict.
+first phase one probe job (:func:`bundle.preflight.probe_engine`) runs through the engine:
+it fails fast with one line, and leaves nothing in the run folder, when the engine cannot
+start a job (no Docker daemon, missing image, no GPU runtime) or when what the selected
+phases need is missing where the jobs run (a CUDA device, NVML, ncu and counter
+permission); it also tells where the jobs run. Each completed phase that did not record
+its own execution in ``environment.json.gz`` gets the probe's record. Finally the offline
+verifier (``rev88 verify RUN_DIR``) runs on this host and its exit status is the verdict.
 
 Engines: ``native`` = :class:`bundle.jobs.SubprocessEngine`; ``docker`` =
 :class:`bundle.docker_engine.DockerEngine` (one container per job, the run folder mounted at
@@ -18,7 +20,6 @@ Phase modules are imported lazily; this module never imports torch.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -33,12 +34,6 @@ from bundle.jobs import Engine, JobSpec, SubprocessEngine
 
 PHASES = ("validate", "compare", "qualify", "energy", "profile")
 QUALIFY_WORKSPACE = ":16:8"  # the cache audit's qualification ran under :16:8 (spec 8.2)
-PROBE_MARK = "REV88-PROBE "
-PROBE_CODE = (
-    "import json; from bundle import hostinfo; "
-    "record = {'hardware': hostinfo.hardware_record(), 'software': hostinfo.software_record()}; "
-    f"print({PROBE_MARK!r} + json.dumps(record))"
-)
 
 
 def parse_phases(text: str | Iterable[str] | None) -> list[str]:
@@ -61,13 +56,15 @@ def parse_phases(text: str | Iterable[str] | None) -> list[str]:
     return [p for p in PHASES if p in names]
 
 
-def make_engine(kind: str, *, image: str | None = None, run_dir: Path | None = None) -> Engine:
+def make_engine(kind: str, *, image: str | None = None, run_dir: Path | None = None,
+                slurm_options: Any | None = None) -> Engine:
     """The engine for ``--engine`` *kind*.
 
     Args:
-        kind: ``"native"`` or ``"docker"``.
+        kind: ``"native"``, ``"docker"`` or ``"slurm"``.
         image: the image for the docker engine (default ``$REV88_GPU_IMAGE`` or ``rev88/gpu:local``).
         run_dir: mounted into every container at the same path (docker only).
+        slurm_options: a :class:`bundle.slurm_engine.SlurmOptions` (slurm only; default options).
 
     Raises:
         BundleError: unknown kind; the docker SDK or daemon is unavailable.
@@ -84,30 +81,37 @@ def make_engine(kind: str, *, image: str | None = None, run_dir: Path | None = N
 
         mounts = [run_dir] if run_dir is not None else []
         return DockerEngine(image or default_image(), mounts=mounts)
-    raise BundleError(f"unknown --engine {kind!r}: use native or docker")
+    if kind == "slurm":
+        from bundle.slurm_engine import SlurmEngine  # noqa: PLC0415
+
+        return SlurmEngine(slurm_options)
+    raise BundleError(f"unknown --engine {kind!r}: use native, docker or slurm")
 
 
-def probe(engine: Engine, *, run_dir: Path, gpu: bool) -> dict[str, Any]:
-    """Run one job that reports the hardware and software the phases' jobs will see.
+def probe(engine: Engine, *, run_dir: Path, phases: Sequence[str] = PHASES, device: str = "cuda",
+          command: str = "rev88 reproduce") -> dict[str, Any]:
+    """Check, where the jobs will run, what *phases* need on *device*; report the hardware and software.
+
+    Args:
+        engine: the jobs' engine.
+        run_dir: the run folder (must exist; the probe writes nothing into it).
+        phases: the phases about to run.
+        device: ``"cuda"`` or ``"cpu"``.
+        command: for messages.
 
     Returns:
-        ``{"hardware": hostinfo.hardware_record(), "software": hostinfo.software_record()}``
-        as printed by the job.
+        ``{"hardware": hostinfo.hardware_record(), "software": hostinfo.software_record(),
+        "checks": [...]}`` as printed by the probe job.
 
     Raises:
-        BundleError: the job could not start or did not report.
+        BundleError: a GPU-only phase with ``--device cpu``, the job could not start or did
+            not report, or a precondition is missing (one line each).
     """
-    spec = JobSpec(name="reproduce/probe", argv=("{python}", "-c", PROBE_CODE), workdir=run_dir, gpu=gpu,
-                   timeout_s=300.0)
-    result = engine.run(spec)
-    for line in result.stdout.splitlines():
-        if line.startswith(PROBE_MARK):
-            return json.loads(line[len(PROBE_MARK):])
-    raise BundleError(
-        f"the probe job failed (exit {result.exit_code}: {result.last_error_line()}) in {run_dir}: "
-        "check that the engine's Python has the bundle and torch installed "
-        "(the docker engine needs the GPU image: `make image`)"
-    )
+    from bundle import preflight  # noqa: PLC0415
+
+    needs = preflight.needs_for(phases, device)
+    return preflight.probe_engine(engine, needs, command=command, run_dir=run_dir, gpu=device == "cuda",
+                                  cpu_path=all(p in preflight.CPU_PHASES for p in phases))
 
 
 def _check(result: Any, phase: str) -> None:
@@ -162,26 +166,34 @@ def record_missing_executions(run_dir: Path, phases: Sequence[str], engine: Engi
     if path.exists():
         for entry in archive.read_json_gz(path).get("executions", []):
             recorded.update(entry.get("phases", []))
+    # The marker as the probe job saw it (inside the container), not as this host would read it.
     execution = hostinfo.execution_record(str(getattr(engine, "kind", "native")),
                                           getattr(engine, "image_reference", None),
-                                          probed["hardware"], probed["software"])
+                                          probed["hardware"] or {}, probed["software"],
+                                          marker=probed.get("image_marker"))
     for phase in phases:
         if run.is_complete(phase) and phase not in recorded:
             run.record_execution(phase, execution)
 
 
 def run_verifier(run_dir: Path, *, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
-    """Run ``rev88 verify RUN_DIR`` on this host (no torch, no GPU). Returns (exit code, last line)."""
+    """Run ``rev88 verify RUN_DIR`` on this host (no torch, no GPU).
+
+    Returns:
+        (exit code, the verifier's summary line for RUN_DIR, else its last non-empty line).
+    """
     proc = subprocess.Popen([sys.executable, "-m", "bundle.cli", "verify", str(run_dir)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
-    last = ""
+    last, summary = "", ""
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.strip():
             last = line.rstrip("\n")
+            if not summary and line.startswith(f"{run_dir} ("):
+                summary = last
         if on_line is not None:
             on_line(line.rstrip("\n"))
-    return proc.wait(), last
+    return proc.wait(), summary or last
 
 
 def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Sequence[str] = PHASES,
@@ -204,13 +216,19 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
         "duration_s"}], "verify_exit_code", "verdict"}``.
 
     Raises:
-        BundleError: the engine cannot run jobs, or a phase fails (completed phases are kept).
+        BundleError: the engine cannot run jobs or a precondition is missing (nothing is
+            written; a run folder created for the probe is removed again), or a phase fails
+            (completed phases are kept).
     """
+    from bundle import preflight  # noqa: PLC0415
+
     run_dir = Path(run_dir).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
     phases = parse_phases(phases)
-    probed = probe(engine, run_dir=run_dir, gpu=device == "cuda")
+    preflight.needs_for(phases, device)  # a GPU-only phase with --device cpu: refused before the folder exists
     run = archive.RunArchive(run_dir)
+    to_run = [p for p in phases if force or not run.is_complete(p)]
+    with preflight.run_folder(run_dir):
+        probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
     done: list[dict[str, Any]] = []
     for phase in phases:
         if run.is_complete(phase) and not force:

@@ -219,8 +219,12 @@ def original_comparison(api_meta: Mapping[str, Any], numerical: Mapping[str, Any
     }
 
 
-def worker_main(input_path: Path, config_path: Path, output: Path, device: str) -> None:
+def worker_main(input_path: Path, config_path: Path, output: Path, device: str, *,
+                captured: Any | None = None) -> None:
     """The GPU worker: replay validation, CPU self-test, API smoke; writes *output*.
+
+    *captured* (a :class:`bundle.fixture.WarningCapture` around this call) puts the warnings
+    torch gave into the record's ``warnings`` list instead of the console.
 
     Raises:
         BundleError: the workspace setting is missing/late, or the inputs are invalid.
@@ -262,6 +266,7 @@ def worker_main(input_path: Path, config_path: Path, output: Path, device: str) 
         "hardware": hardware,
         "software": software,
         "execution": hostinfo.execution_record(engine, image, hardware, software),
+        "warnings": captured.summary() if captured is not None else [],
     })
 
 
@@ -275,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = parser.parse_args(argv)
     try:
-        worker_main(args.input, args.config, args.output, args.device)
+        from bundle.fixture import WarningCapture  # noqa: PLC0415  (refuses if CUDA is already initialised)
+
+        with WarningCapture() as captured:
+            worker_main(args.input, args.config, args.output, args.device, captured=captured)
     except BundleError as exc:
         print(f"rev88 validate worker: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -22,8 +22,16 @@ FROZEN_PREDICTIONS_SHA256 = json.loads((ORIGINAL_ARCHIVE / "results" / "draw-00.
     "metadata"]["predictions_sha256"]
 
 
-def _fixture(args: list[str], workspace: str | None, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CUBLAS_WORKSPACE_CONFIG"}
+# What a job learns about its engine and image from its environment (set by the phases and the image).
+ENGINE_ENV = ("REV88_ENGINE", "REV88_IMAGE_REFERENCE", "REV88_IMAGE_MARKER", "REV88_IMAGE_LOCK_SHA256", "REV88_IMAGE_ID")
+
+
+def _fixture(args: list[str], workspace: str | None, timeout: float = 600,
+             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m bundle.fixture`` with the engine/image variables of *extra_env* only."""
+    env = {k: v for k, v in os.environ.items() if k != "CUBLAS_WORKSPACE_CONFIG" and k not in ENGINE_ENV}
+    env["REV88_IMAGE_MARKER"] = str(REPO_ROOT / "tests" / "no-image-marker-here.json")  # whatever image runs this
+    env.update(extra_env or {})
     if workspace is not None:
         env["CUBLAS_WORKSPACE_CONFIG"] = workspace
     return subprocess.run([sys.executable, "-m", "bundle.fixture", *args], capture_output=True, text=True,
@@ -144,7 +152,51 @@ def test_cpu_diagnostic_run_writes_record_and_predictions(tmp_path, smoke_files)
     assert record["metadata"]["predictions_sha256"] == archive.hashlib.sha256(preds.tobytes()).hexdigest()
     assert record["metadata"]["run_count"] == 1
     assert len(record["same_process_reference_hashes_matched"]) == 8
-    assert record["execution"]["engine"] in ("native", "docker") and record["execution"]["pinned_image"] is False
+    execution = record["execution"]
+    assert execution["engine"] == "native" and execution["pinned_image"] is False  # no REV88_ENGINE: native
+    assert execution["image_marker"] is None and execution["image_id"] is None
+    cpu = record["hardware"]["cpu"]
+    assert cpu["model"] and cpu["torch_num_threads"] >= 1 and cpu["torch_num_interop_threads"] >= 1
+    assert execution["cpu"] == cpu
+
+
+def test_cpu_diagnostic_in_a_container_is_pinned_only_with_the_marker(tmp_path, smoke_files):
+    """The fixture applies the marker rule in its own process: docker + marker + pinned versions."""
+    import numpy
+    import torch
+
+    from bundle import hostinfo
+
+    npz, cfg = smoke_files
+    sha = "5" * 64
+    marker = {"schema": "rev88-image/1", "target": "gpu", "lock_file": "docker/requirements-gpu.lock",
+              "lock_sha256": sha, "python": "3.11.9", "torch": torch.__version__, "numpy": numpy.__version__,
+              "nvidia_ml_py": "12.560.30", "ncu_version": "2024.1.1.0", "ncu_source": "debian",
+              "base_image": "nvidia/cuda:12.4.1-runtime-ubuntu22.04"}
+    marker_path = archive.write_json(tmp_path / "image.json", marker)
+    docker = {"REV88_ENGINE": "docker", "REV88_IMAGE_REFERENCE": "rev88/gpu:local",
+              "REV88_IMAGE_ID": "sha256:" + "c" * 64}
+    records = {}
+    for name, extra in (("no-marker", {}),
+                        ("marker", {"REV88_IMAGE_MARKER": str(marker_path), "REV88_IMAGE_LOCK_SHA256": sha}),
+                        ("foreign-marker", {"REV88_IMAGE_MARKER": str(marker_path),
+                                            "REV88_IMAGE_LOCK_SHA256": "6" * 64})):
+        out = tmp_path / name / "workspace-16-8.json.gz"
+        proc = _fixture(["--input", str(npz), "--config", str(cfg), "--output", str(out), "--mode", "measure",
+                         "--device", "cpu"], ":16:8", extra_env={**docker, **extra})
+        assert proc.returncode == 0, proc.stderr
+        records[name] = archive.read_json_gz(out)["execution"]
+    software = archive.read_json_gz(tmp_path / "marker" / "workspace-16-8.json.gz")["software"]
+    for name in ("no-marker", "foreign-marker"):
+        ex = records[name]
+        assert ex["engine"] == "docker" and ex["pinned_image"] is False and ex["image_marker"] is None
+        assert "not the pinned CUDA 12.4 / PyTorch 2.5.1 image (" in ex["statement"]
+        assert ex["image_id"] == docker["REV88_IMAGE_ID"]
+    ex = records["marker"]
+    assert ex["image_marker"] == {**marker, "image_id": docker["REV88_IMAGE_ID"]}
+    # torch 2.5.1+cu124 with numpy 2.2.6 on Python 3.11 is the pinned stack; any other stays "not pinned".
+    assert ex["pinned_image"] is hostinfo.software_matches_pin(software)
+    assert ("not the pinned" in ex["statement"]) is not ex["pinned_image"]
 
 
 @pytest.mark.gpu

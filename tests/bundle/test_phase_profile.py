@@ -120,6 +120,13 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
     assert not (run_dir / ".work" / "profile").exists()
 
 
+def _pretend_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI checks for a CUDA device before any work; the fake ncu stands in for the GPU here."""
+    from bundle import preflight  # noqa: PLC0415
+
+    monkeypatch.setattr(preflight, "check_cuda", lambda: {"need": "cuda", "ok": True, "detail": "fake ncu test"})
+
+
 @pytest.mark.parametrize(("mode", "message"), [
     ("perm", "ERR_NVGPUCTRPERM.*NVreg_RestrictProfilingToAdminUsers=0.*--cap-add SYS_ADMIN"),
     ("rc1", "exit status 1 .*application returned an error code"),
@@ -129,6 +136,7 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
 def test_cli_failures_are_one_line(tmp_path: Path, fake_ncu: Path, monkeypatch: pytest.MonkeyPatch,
                                    mode: str, message: str) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    _pretend_cuda(monkeypatch)
     result = CliRunner().invoke(app, ["profile", "--out", str(tmp_path / "run"), "--ncu", str(fake_ncu)])
     assert result.exit_code != 0
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -140,6 +148,7 @@ def test_cli_failures_are_one_line(tmp_path: Path, fake_ncu: Path, monkeypatch: 
 def test_cli_reports_missing_ncu_and_bad_repeats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv(p.NCU_ENV, raising=False)
+    _pretend_cuda(monkeypatch)
     result = CliRunner().invoke(app, ["profile", "--out", str(tmp_path / "run"), "--ncu", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "ncu not found at" in result.output
     result = CliRunner().invoke(app, ["profile", "--out", str(tmp_path / "run"), "--repeats", "2"])

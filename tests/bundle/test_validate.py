@@ -35,6 +35,8 @@ def test_cpu_validate_end_to_end(tmp_path):
     assert len(record["cpu_reconstruction_selftest"]["cases"]) == 4
     assert record["numerical_validation"]["checks"] == 212 and record["numerical_validation"]["passed"] is True
     assert record["passed"] is True
+    cpu = record["hardware"]["cpu"]  # the CPU self-test and the CPU smoke ran on this CPU at these thread counts
+    assert cpu["model"] and cpu["torch_num_threads"] >= 1 and record["execution"]["cpu"] == cpu
     # Platform-independent parts of the smoke metadata equal the original's.
     equal = record["original_comparison"]["equal"]
     assert equal["input_hashes"] and equal["epoch_permutation_sha256"] and equal["initial_parameter_sha256"]

@@ -34,15 +34,17 @@ def test_absent_binaries_are_unavailable(report):
     by_id = {}
     for r in report:
         by_id.setdefault(r.check_id, []).append(r)
-    for cid in ("original.result.predictions_sha256", "original.accuracy.rescored", "profile.ncu_report",
-                "profile.raw_record", "original.cache.predictions_file"):
+    for cid in ("profile.ncu_report", "profile.raw_record", "original.selection.rescored"):
         assert by_id[cid] and all(r.status is Status.UNAVAILABLE for r in by_id[cid]), cid
+    # the restored prediction files (predictions/PROVENANCE.md) are rescored and hashed
+    for cid in ("original.result.predictions_sha256", "original.accuracy.rescored", "original.cache.predictions_file"):
+        assert by_id[cid] and all(r.status is Status.PASS for r in by_id[cid]), cid
 
 
 def test_recomputed_figures(report):
     # Index/label/permutation hashes recomputed with numpy PCG64 and the shipped MNIST.
     perms = [r for r in report if r.check_id == "draws.epoch_permutation_sha256"]
-    assert len(perms) == 11 + 16 and all(r.status is Status.PASS for r in perms)
+    assert len(perms) >= 11 + 16 and all(r.status is Status.PASS for r in perms)
     idx = [r for r in report if r.check_id == "draws.test_labels_sha256"]
     assert len(idx) == 11 and all(r.status is Status.PASS for r in idx)
     adj = report.verified("energy.summary.idle_adjusted_mj_per_task.mean", "original draw-00 :4096:8")

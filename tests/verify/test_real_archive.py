@@ -7,8 +7,6 @@ per module; tamper and forgery tests hide ``ncu_report`` so they stay short.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +16,14 @@ from typer.testing import CliRunner
 
 from bundle import archive
 from bundle.cli import app
-from tests.conftest import REPO_ROOT
+from tests.conftest import H200_ARCHIVE, REPO_ROOT, linked_copy
 from verify.checks import run_profile
 from verify.integrity import verify_run_archive
 from verify.ncu_reports import ReportReads
 from verify.registry import verify_archive
 from verify.result import Status
 
-REAL = REPO_ROOT / "evidence" / "h200-20261130"
+REAL = H200_ARCHIVE
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="the shipped H200 archive is absent")
 
 ONE_OF_EACH_KIND = ("energy/interleaved.json.gz", "qualify/draw-05.predictions.npy", "profile/workspace-16-8-task-r01.csv.gz",
@@ -38,17 +36,8 @@ def report():
     return verify_archive(REAL)
 
 
-@pytest.fixture
-def hidden_ncu_report(monkeypatch):
-    """Make ``import ncu_report`` fail, as on a machine without the ``ncu`` extra."""
-    monkeypatch.setitem(sys.modules, "ncu_report", None)
-
-
 def _copy(tmp_path: Path) -> Path:
-    """A copy of the real archive: hard links (never written through), so copying is cheap."""
-    dest = tmp_path / REAL.name
-    shutil.copytree(REAL, dest, copy_function=os.link)
-    return dest
+    return linked_copy(REAL, tmp_path)
 
 
 def _flip(path: Path, offset: int | None = None) -> None:
@@ -69,7 +58,7 @@ def test_real_archive_verifies_with_no_fail(report):
                 "consistency.workspace_requested", "consistency.input_archive_sha256", "energy.interval.settle_seconds"):
         assert cid in ids, cid
     unavailable = [r for r in report if r.status is Status.UNAVAILABLE]
-    assert unavailable and all(r.check_id == "profile.ncu_report" and "not stored" in r.reason for r in unavailable)
+    assert unavailable and all(r.check_id == "profile.ncu_report" and "is not in the archive" in r.reason for r in unavailable)
 
 
 def test_figures_are_the_recomputed_ones(report):
@@ -96,7 +85,7 @@ def test_reports_unavailable_when_ncu_report_is_hidden(hidden_ncu_report):
         verdicts = [r for r in run_profile.check_profile_phase(files) if r.check_id == "profile.ncu_report"]
     finally:
         files.background.close()
-    stored = [r for r in verdicts if "not stored" not in r.reason]
+    stored = [r for r in verdicts if "is not in the archive" not in r.reason]
     assert len(stored) == 4
     assert all(r.status is Status.UNAVAILABLE and "ncu_report is not importable" in r.reason for r in stored)
 
@@ -117,7 +106,9 @@ def test_manifest_byte_fails(tmp_path, hidden_ncu_report):
     text = (root / "manifest.json").read_text()
     _flip(root / "manifest.json", text.index('"sha256": "') + len('"sha256": "') + 3)
     fails = verify_archive(root).failures()
-    assert [r.subject for r in fails] == ["compare/comparison.json.gz"] and fails[0].check_id == "integrity.sha256"
+    # the file's decompressed sha256 and size still match: the manifest's entry is the corrupt side (issue 11)
+    assert [(r.check_id, r.subject) for r in fails] == [("integrity.manifest_entry", "manifest.json")]
+    assert "compare/comparison.json.gz" in fails[0].reason
 
 
 def test_consistent_forgery_fails_the_recomputation(tmp_path, hidden_ncu_report):
@@ -176,9 +167,13 @@ def test_report_for_the_real_archive(tmp_path, hidden_ncu_report):
     from verify.report import build_report
 
     md = build_report(REAL, tmp_path / "rep", original=REPO_ROOT / "evidence" / "rev88-original").read_text()
-    assert "| 0 | 88.87 | 88.87 | yes (sha256) |" in md
-    assert "GPU-136ba197" in md and "GPU-22f8279a" in md and "2025.3.1" in md and "pinned image: False" in md
-    assert "| H200 interleaved | `:16:8` | 3 |" in md
+    assert "| 0 | 8,887 | 88.87 | 88.87 | yes |" in md
+    assert "GPU-136ba197" in md and "GPU-22f8279a" in md and "2025.3.1" in md
+    assert "| energy, profile | NVIDIA H200 (`GPU-22f8279a-caa5-ddec-14c8-8cfe20afc123`) | 580.159.04 | native |" in md
+    assert "| this run, H200, interleaved | `GPU-22f8279a` | `:16:8` | 3 | 335.6 | [334.2, 337.0] | 0.803 " in md
+    assert "| `:4096:8` task | 9,466,635 ± 906,222 | 4,914,392 |" in md  # labels as in the figure
+    assert "Aggregate: 98,208 of 110,000 correct (89.28 %)" in md
+    assert "| not run |" not in md and "False" not in md and "| None |" not in md and "CUDA None" not in md
     for png in ("accuracy.png", "peak_memory.png", "energy.png", "profiles.png"):
         assert (tmp_path / "rep" / png).stat().st_size > 10_000, png
     json.dumps(md)  # plain text

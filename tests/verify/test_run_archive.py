@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -24,7 +23,7 @@ from verify.result import Status
 
 def _build(root: Path) -> Path:
     """A run archive with a qualify phase (11 predictions + the scorer's accuracy record) and a raw gz output."""
-    run = archive.RunArchive(root, run_id="synthetic")
+    run = archive.RunArchive(root)  # run_id = the folder name, as the verifier requires
     with run.phase("qualify") as stage:
         for i in range(data.DRAW_COUNT):
             labels = data.evaluation_labels(i)
@@ -114,7 +113,7 @@ def _replace_and_relist(run_dir: Path, rel: str, blob: bytes) -> list:
 
 @pytest.mark.parametrize("blob,needle", [
     (b"not gzip at all", "bad or truncated gzip"),
-    (gzip.compress(b'{"rows": []}')[:-6], "bad or truncated gzip"),
+    (archive.gzip_bytes(b'{"rows": []}')[:-6], "bad or truncated gzip"),
 ])
 def test_bad_gzip_is_one_line(run_dir, blob, needle):
     fails = _replace_and_relist(run_dir, "qualify/accuracy.json.gz", blob)
@@ -128,7 +127,7 @@ def test_bad_gzip_is_one_line(run_dir, blob, needle):
     ({"rows": [], "correct": 1, "total": 1, "accuracy_percent": float("nan")}, "NaN"),
 ])
 def test_malformed_records_fail_with_one_line(run_dir, obj, needle):
-    text = json.dumps(obj)  # json.dumps writes NaN as a bare token, as a careless writer would
+    text = json.dumps(obj, indent=2) + "\n"  # canonical layout; NaN as a bare token, as a careless writer would
     archive.write_bytes_gz(run_dir / "qualify/accuracy.json.gz", text.encode())
     archive.RunArchive(run_dir).write_manifest()
     fails = _fails(run_dir)
@@ -164,7 +163,8 @@ def test_report_from_verified_figures(run_dir, tmp_path):
     from verify.report import build_report
 
     md = build_report(run_dir, tmp_path / "rep", original=ORIGINAL_ARCHIVE).read_text()
-    assert "| 0 | 90 | 88.87 | not verified |" in md  # ours rescored (9000/10000) next to the frozen value
+    # ours rescored (9,000 of 10,000) next to the frozen value; no draw record, so equality is not verified
+    assert "| 0 | 9,000 | 90.00 | 88.87 | not verified |" in md
     assert (tmp_path / "rep" / "accuracy.png").stat().st_size > 1000
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bundle import data
+from verify import safeio
 from verify.records import get, get_str
 from verify.result import CheckResult, check_equal, unavailable
 
@@ -35,7 +36,9 @@ def check_raw_sources(raw_sources: dict, *, subject: str, where: str, raw_dir: P
             out.append(unavailable("data.raw_file", f"{subject} {name}", f"raw file absent ({path}): run "
                                    "`rev88 data fetch`"))
             continue
-        blob = path.read_bytes()
+        # a regular file of at most the pinned size (no FIFO or device read): verify.host checked the pins first
+        limit = data.RAW_FILES[key].size_bytes if key in data.RAW_FILES else 64 << 20
+        blob = safeio.read_regular(path, limit=limit, where=name, follow_symlinks=True)
         out.append(check_equal("data.raw_file.sha256", name, get_str(source, "sha256", where),
                                hashlib.sha256(blob).hexdigest(), what=f"sha256 of {path}"))
         if "md5" in source:
@@ -61,6 +64,21 @@ def draw_hashes(draw_index: int) -> dict[str, str]:
     }
 
 
+@lru_cache(maxsize=16)
+def exact_input_hashes(draw_index: int) -> dict[str, str]:
+    """sha of the learner inputs of a draw with the exact 9x9 resize (``bundle.data.Draw.input_hashes``), cached."""
+    return dict(data.load_draw(draw_index).input_hashes())
+
+
+@lru_cache(maxsize=16)
+def input_npz_sha256(draw_index: int) -> str:
+    """sha256 of the fixture input ``.npz`` of a draw rebuilt from the raw files (the writer's ``npz_bytes``), cached."""
+    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415 - torch-free writer helper
+
+    inputs = data.load_draw(draw_index).learner_inputs()
+    return hashlib.sha256(npz_bytes({k: inputs[k] for k in INPUT_KEYS})).hexdigest()
+
+
 @lru_cache(maxsize=4)
 def selection_hashes() -> dict[str, str]:
     """Training-only selection split of draw 0 (positions 0…7999 / 8000…9999)."""
@@ -72,6 +90,13 @@ def selection_hashes() -> dict[str, str]:
         "validation_indices_sha256": data.array_sha256(sel_val),
         "train_labels": data.array_sha256(np.ascontiguousarray(labels[sel_train], dtype=np.int64)),
     }
+
+
+def selection_validation_labels() -> np.ndarray:
+    """Labels of the selection's validation split (draw 0's training positions 8000…9999), int64 (2000,)."""
+    train, _ = data.draw_indices(0)
+    _, labels = data.load_training_split()
+    return np.ascontiguousarray(labels[train[SELECTION_TRAIN_COUNT:]], dtype=np.int64)
 
 
 @lru_cache(maxsize=8)
@@ -108,8 +133,7 @@ def check_draw_record_hashes(index: int, recorded: dict, *, subject: str, where:
         out.append(check_equal("draws.input_hashes.train_labels", subject, get(inputs, "train_labels", str, where),
                                h["train_labels"], what="train_labels sha (int64)"))
         if images == "exact":
-            draw = data.load_draw(index)
-            got = draw.input_hashes()
+            got = exact_input_hashes(index)
             for key in ("train_images", "test_images"):
                 out.append(check_equal(f"draws.input_hashes.{key}", subject, get(inputs, key, str, where), got[key],
                                        what=f"{key} sha (exact resize)"))

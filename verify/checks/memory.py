@@ -13,7 +13,7 @@ import math
 
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from verify.records import get, get_dict, get_int, get_list, get_str
-from verify.result import CheckResult, check_close, check_equal, check_true, passed
+from verify.result import CheckResult, check_close, check_equal, check_true
 
 ITEMSIZE_BYTES = {"torch.float32": 4, "torch.float64": 8, "torch.int64": 8, "torch.int32": 4,
                   "torch.uint8": 1, "torch.bool": 1, "torch.float16": 2, "torch.bfloat16": 2}
@@ -48,9 +48,12 @@ def check_fixture_memory(memory: dict, *, subject: str, where: str) -> list[Chec
           f"peak reserved {peak_res} < peak allocated {peak}", recorded=[peak_res, peak]),
         check_equal("memory.added_peak_over_entry_allocated_bytes", subject, added, peak - entry,
                     what="added peak = peak − entry"),
-        passed("memory.peak_allocated_bytes", subject, recorded=peak, recomputed=peak,
-               reason="peak allocated bytes after the invariants above"),
-        passed("memory.peak_reserved_bytes", subject, recorded=peak_res, recomputed=peak_res),
+        t("memory.peak_allocated_bytes", subject, 0 < peak and max(after_prepare, live) <= peak <= peak_res,
+          f"peak allocated {peak} is not a peak: it must be positive, at least after-prepare {after_prepare} and live "
+          f"{live}, at most peak reserved {peak_res}", recorded=peak, recomputed=peak),
+        t("memory.peak_reserved_bytes", subject, 0 < peak_res and reserved <= peak_res,
+          f"peak reserved {peak_res} is not a peak: it must be positive and at least reserved-after-invoke {reserved}",
+          recorded=peak_res, recomputed=peak_res),
     ]
 
 

@@ -235,8 +235,14 @@ def check_selection(f: ArchiveFiles) -> list[CheckResult]:
         out.append(draws.check_epoch_permutations(get_list(md, "epoch_permutation_sha256", wv),
                                                   n=draws.SELECTION_TRAIN_COUNT, seed=get_int(md, "config.seed", wv),
                                                   subject=s))
-        out.append(unavailable("original.selection.rescored", s, "validation-predictions/candidate-XX.npy not "
-                               "retained: the validation count is not rescored", recorded=c))
+        preds = load_predictions(f, f"validation-predictions/candidate-{k:02d}.npy")
+        if preds is None:
+            out.append(unavailable("original.selection.rescored", s, "validation-predictions/candidate-XX.npy not "
+                                   "retained: the validation count is not rescored", recorded=c))
+        else:
+            out += accuracy.check_prediction_array(preds, subject=s, count=draws.SELECTION_VALIDATION_COUNT)
+            got, _ = accuracy.score(preds, draws.selection_validation_labels())
+            out.append(check_equal("original.selection.rescored", s, c, got, what="validation correct (rescored)"))
         if c >= SELECTION_THRESHOLD:
             eligible.append((get_int(r, "config.epochs", wv), get_int(r, "config.depth", wv), c, k))
     out.append(unavailable("draws.input_hashes.train_images", "selection split", draws.IMAGE_HASH_REASON))

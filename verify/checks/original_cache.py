@@ -18,7 +18,7 @@ from verify.checks.original import DRAWS, STATE_KEYS
 from verify.integrity import ArchiveFiles
 from verify.original_layout import PROFILES
 from verify.records import get, get_dict, get_int, get_list, get_str
-from verify.result import CheckResult, check_close, check_equal, unavailable
+from verify.result import CheckResult, check_close, check_equal, failed, passed, unavailable
 
 A100_L2_BYTES = 41_943_040
 
@@ -92,7 +92,7 @@ def check_summary(f: ArchiveFiles) -> list[CheckResult]:
                         what="prediction file sha vs the original draw's"),
             check_equal("original.cache.summary.workspace", s, get_str(entry, "workspace", ws),
                         get_str(rec, "workspace", w)),
-            unavailable("original.cache.predictions_file", s, f"{get_str(entry, 'prediction_path', ws)} not retained"),
+            *check_cache_predictions(f, entry, md, subject=s, where=ws, draw=draw),
         ]
         out += memory.check_memory_summary(get_dict(entry, "memory", ws), res, subject=s, where=ws, record_where=w)
         if name in WORKSPACES:
@@ -106,7 +106,13 @@ def check_summary(f: ArchiveFiles) -> list[CheckResult]:
                                k for k in STATE_KEYS if get_dict(recs[n][1], "result.metadata", n).get(k) !=
                                get_dict(f.json(f"results/draw-{int(n[-2:]):02d}.json"), "metadata", n).get(k)])))
     out.append(check_equal("original.cache.summary.predictions_bit_equal", ws,
-                           get_int(sm, "qualification.predictions_bit_equal", ws), 10_000 * len(DRAWS)))
+                           get_int(sm, "qualification.predictions_bit_equal", ws),
+                           sum(get_int(recs[f"qualify-{i:02d}"][1], "result.metadata.test_count", ws) for i in DRAWS
+                               if get(recs[f"qualify-{i:02d}"][1], "result.metadata.predictions_sha256", str, ws)
+                               == get_str(get_dict(f.json(f"results/draw-{i:02d}.json"), "metadata", ws),
+                                          "predictions_sha256", ws)),
+                           what="predictions of the 11 qualification runs equal to the original draws' (sum of their "
+                                "query counts)"))
     base = get_int(get_dict(recs["baseline"][1], "result.memory", "baseline"), "prepare_and_invoke_peak_allocated_bytes", ws)
     base_energy = energy.summarise([get(t, "idle_adjusted_mj_per_task", float, ws) for t in
                                     get_list(recs["baseline"][1], "result.energy.trials", ws)])["mean"]
@@ -143,11 +149,96 @@ def check_profile_entry(f: ArchiveFiles, name: str, entry: dict, ws: str) -> lis
                     what="app-range, cache-control none, clock-control none; no --graph-profiling/--profile-from-start"),
     ]
     out += profile.check_profile_figures(entry, scope=scope, subject=s, where=ws)
-    out.append(unavailable("profile.raw_record", s, "the ncu raw-output record (profile-*.json.gz) was not "
-                           "retained; metric rows taken from summary.json", recorded=get_str(entry, "result_sha256", ws)))
-    out.append(profile.check_ncu_report(s, f.has(get_str(entry, "ncu_report_path", ws)),
-                                        get_str(entry, "ncu_report_sha256", ws)))
+    out.append(check_raw_record(f, name, entry, subject=s, where=ws))
+    out.append(check_original_report(f, f"cache-audit/{get_str(entry, 'ncu_report_path', ws)}", entry, subject=s,
+                                     where=ws))
     return out
+
+
+def check_raw_record(f: ArchiveFiles, name: str, entry: dict, *, subject: str, where: str) -> CheckResult:
+    """The profile's raw-output record ``cache-audit/<profile>.json.gz``: its metric rows, passes and
+    attributes equal the summary's when the file is present (integrity checked its sha256)."""
+    rel = f"cache-audit/{name}.json.gz"
+    if not f.has(rel):
+        return unavailable("profile.raw_record", subject, "the ncu raw-output record (profile-*.json.gz) was not "
+                           "retained; metric rows taken from summary.json", recorded=get_str(entry, "result_sha256", where))
+    import gzip  # noqa: PLC0415
+
+    from verify.records import parse_json  # noqa: PLC0415
+
+    rec = parse_json(gzip.decompress(f.read(rel)), rel)
+    keys = ("metric_rows", "pass_counts", "profile_device_attributes")
+    return check_equal("profile.raw_record", subject, {k: rec.get(k) if isinstance(rec, dict) else None for k in keys},
+                       {k: entry.get(k) for k in keys}, what="raw record vs the summary's metric rows")
+
+
+def check_original_report(f: ArchiveFiles, rel: str, entry: dict, *, subject: str, where: str) -> CheckResult:
+    """The profile's ``.ncu-rep.gz`` re-read with ``ncu_report`` and compared with the summary's metric rows.
+
+    UNAVAILABLE when the archive does not hold the file (the shipped copy does not) or
+    ``ncu_report`` is not importable.
+    """
+    recorded = get_str(entry, "ncu_report_sha256", where)
+    if not f.has(rel):
+        return profile.check_ncu_report(subject, False, recorded)
+    from bundle import profile as counters  # noqa: PLC0415
+    from bundle.errors import BundleError  # noqa: PLC0415
+
+    module, reason = counters.import_ncu_report()
+    if module is None:
+        return unavailable("profile.ncu_report", subject, f"ncu_report is not importable ({reason}); the report's "
+                           "metrics were not re-read", recorded=recorded)
+    import gzip  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    rows = counters.CounterRows(
+        metrics={k: counters.CounterRow(k, float(get(v, "value", float, where)), get_str(v, "raw_value", where),
+                                        get_str(v, "raw_unit", where), get_str(v, "range_id", where))
+                 for k, v in get_dict(entry, "metric_rows", where).items()},
+        device_attributes=dict(get_dict(entry, "profile_device_attributes", where)), attribute_units={},
+        range_id="0", range_name="range")
+    with tempfile.TemporaryDirectory(prefix="rev88-ncu-") as tmp:
+        target = Path(tmp) / Path(rel).name[: -len(".gz")]
+        target.write_bytes(gzip.decompress(f.read(rel)))
+        try:
+            values = counters.read_report_values(module, target)
+            metrics = counters.compare_report_values(rows, values)
+        except BundleError as exc:
+            return failed("profile.ncu_report", subject, str(exc))
+    return passed("profile.ncu_report", subject, recomputed=metrics, tolerance="integers exact; floats half a printed digit",
+                  reason=f"{len(metrics)} values of the .ncu-rep equal the summary's metric rows")
+
+
+def check_cache_predictions(f: ArchiveFiles, entry: dict, md: dict, *, subject: str, where: str,
+                            draw: int) -> list[CheckResult]:
+    """The cache audit's prediction file: its own copy when retained, else the restored draw file with the
+    same recorded sha256 (``predictions/draw-XX.npy``, pinned by the prediction manifest).
+
+    The bytes' sha256 must equal the summary's ``prediction_sha256`` and their payload hash the
+    record's ``predictions_sha256``; UNAVAILABLE when neither file is present.
+    """
+    import hashlib  # noqa: PLC0415
+
+    from verify.checks import accuracy, draws  # noqa: PLC0415
+    from verify.checks.original import load_predictions  # noqa: PLC0415
+
+    recorded = get_str(entry, "prediction_sha256", where)
+    own = f"cache-audit/{get_str(entry, 'prediction_path', where)}"
+    restored = get_str(get_list(f.json("prediction-manifest.json"), "entries", "prediction-manifest.json")[draw],
+                       "prediction_path", "prediction-manifest.json")
+    path = own if f.has(own) else restored if f.has(restored) else None
+    if path is None:
+        return [unavailable("original.cache.predictions_file", f"{subject} ({own})",
+                            "the cache audit's prediction file was not retained in this copy of the original, and no "
+                            "file with its recorded sha256 is present: its bytes cannot be checked", recorded=recorded)]
+    arr = load_predictions(f, path)
+    return [check_equal("original.cache.predictions_file", f"{subject} ({path})", recorded,
+                        hashlib.sha256(f.read(path)).hexdigest(), what=f"file sha256 of {path}"),
+            *accuracy.check_prediction_array(arr, subject=f"{subject} ({path})"),
+            check_equal("original.cache.predictions_payload", f"{subject} ({path})",
+                        get_str(md, "predictions_sha256", where), draws.data.array_sha256(arr),
+                        what="the record's predictions_sha256 vs the file's payload")]
 
 
 def _command_ok(cmd: list) -> bool:
@@ -171,9 +262,11 @@ def check_cache_submission(f: ArchiveFiles) -> list[CheckResult]:
                    adj["sample_sd"]),
             _close("original.cache.submission.a100.runtime_ms", w, get(sub, "a100.runtime_ms", None, w), cuda["mean"]),
             check_equal("original.cache.submission.workspace", w, get_str(sub, "cublas_workspace_config", w), ":16:8"),
-            check_config(get_dict(sub, "configuration", w), subject=w),
-            check_equal("original.cache.submission.accuracy", w, get_dict(sub, "accuracy", w),
-                        get_dict(sm, "qualification.inherited_accuracy", "cache-audit/summary.json"))]
+            check_config(get_dict(sub, "configuration", w), subject=w)]
+    from verify.checks import accuracy  # noqa: PLC0415
+
+    corrects = [get_int(r, "correct", "accuracy.json") for r in get_list(f.json("accuracy.json"), "rows", "accuracy.json")]
+    out += accuracy.check_aggregate(get_dict(sub, "accuracy", w), corrects, subject=f"{w} accuracy", where=w)
     for scope in ("task", "training"):
         entry = get_dict(sm, ("profiles", f"profile-small-{scope}"), "cache-audit/summary.json")
         out += profile.check_profile_figures(get_dict(sub, f"warm_profile.{scope}", w) | {

@@ -1,6 +1,7 @@
 """Profiling checks: per-sequence DRAM and L2 figures recomputed from raw metric rows (spec 6.3).
 
-value = float(raw_value without thousands separators) × unit scale; with S sequences in
+value = float(raw_value without thousands separators), base units only (a scaled unit such
+as ``Mbyte`` is refused, never rescaled: :func:`bundle.profile.scale_value`); with S sequences in
 the range (16 for scope ``task``, 1 for ``training``): DRAM read/write/total bytes per
 sequence = metric / S; L2 request bytes per sequence = 32 × sectors / S; the hit rate is
 not normalised. ``.ncu-rep`` reports are read through ``ncu_report`` only when it is
@@ -10,33 +11,36 @@ installed; otherwise those checks are UNAVAILABLE with the reason.
 from __future__ import annotations
 
 import importlib.util
-import math
 
+from bundle import profile as counters
+from bundle.errors import BundleError
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
-from verify.records import get, get_dict, get_str
+from verify.records import RecordError, get, get_dict, get_str
 from verify.result import CheckResult, check_close, check_equal, check_true, unavailable
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_read.sum",
            "lts__t_sectors_op_write.sum", "lts__t_sector_hit_rate.pct")
-UNIT_SCALE = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "sector": 1.0, "%": 1.0}
 L2_SECTOR_BYTES = 32
 SEQUENCES_IN_RANGE = {"task": 16, "training": 1}
 
 
 def metric_value(row: dict, name: str, where: str) -> float:
-    """Scaled value of one raw metric row (``raw_value``, ``raw_unit``).
+    """Value of one raw metric row (``raw_value``, ``raw_unit``) in its base unit.
+
+    Parsed strictly by :func:`bundle.profile.scale_value`: base units only (byte, sector, %),
+    numbers in ncu's printed grammar (``1,234,567``; ``1,23`` refused), a hit rate at most
+    :data:`bundle.profile.HIT_RATE_REFUSE_PERCENT`.
 
     Raises:
-        RecordError: missing fields. An unknown unit or non-finite/negative value raises ValueError.
+        RecordError: missing fields, a scaled or unknown unit, a malformed, negative or
+            non-finite number, or a hit rate above the refusal bound.
     """
     raw = get_str(row, "raw_value", f"{where}: {name}")
     unit = get_str(row, "raw_unit", f"{where}: {name}")
-    if unit not in UNIT_SCALE:
-        raise ValueError(f"unknown unit {unit!r} for {name} ({where}): expected one of {sorted(UNIT_SCALE)}")
-    value = float(raw.replace(",", "")) * UNIT_SCALE[unit]
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"metric {name} = {raw!r} is not a finite non-negative number ({where})")
-    return value
+    try:
+        return counters.scale_value(name, raw, unit)
+    except BundleError as exc:
+        raise RecordError(f"{exc} ({where}: metric_rows.{name})", where) from None
 
 
 def normalise(values: dict[str, float], sequences: int) -> dict[str, float]:
@@ -85,7 +89,8 @@ def check_profile_figures(record: dict, *, scope: str, subject: str, where: str,
 def check_ncu_report(subject: str, present: bool, recorded_sha: str | None) -> CheckResult:
     """Metrics from the ``.ncu-rep`` itself: needs the file and the ``ncu_report`` module."""
     if not present:
-        return unavailable("profile.ncu_report", subject, "the .ncu-rep.gz report is not in the archive",
+        return unavailable("profile.ncu_report", subject, "this copy of the archive does not hold the .ncu-rep.gz "
+                           "report, so it cannot be re-read here, with or without ncu_report installed",
                            recorded=recorded_sha)
     if importlib.util.find_spec("ncu_report") is None:
         return unavailable("profile.ncu_report", subject, "ncu_report is not installed (pip install "

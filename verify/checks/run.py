@@ -16,7 +16,7 @@ import numpy as np
 
 from bundle import data
 from verify.checks import accuracy, draws, memory, run_energy
-from verify.checks.consistency import check_config, check_same
+from verify.checks.consistency import check_config, check_same, check_workspace_string
 from verify.checks.run_common import frozen_predictions_sha, frozen_smoke_predictions_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_list, get_str
@@ -63,6 +63,7 @@ def _check_fixture(f: ArchiveFiles, rel: str, rec: dict) -> list[CheckResult]:
     ws = get(rec, "cublas_workspace_config", (str, type(None)), rel)
     s = f"{rel} {ws}"
     out = [check_config(get_dict(rec, "config", rel), subject=rel),
+           check_workspace_string("run.fixture.workspace_config", s, ws),
            check_equal("run.fixture.test_labels_read", s, get(rec, "test_labels_read", bool, rel), False)]
     draw = which_draw(md, rel)
     if draw is not None:

@@ -9,13 +9,11 @@ show), or a FAIL naming the first fields that differ.
 from __future__ import annotations
 
 import math
-import os
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from verify.host import ORIGINAL_ROOT, frozen_reference
 from verify.integrity import ArchiveFiles
-from verify.records import get_str, parse_json
+from verify.records import get_str
 from verify.result import CheckResult, failed, passed
 
 REL_TOL = 1e-12
@@ -23,10 +21,9 @@ REL_TOL = 1e-12
 the margin only admits a different libm)."""
 ABS_TOL = 1e-15
 
-# The frozen reference: REV88_ORIGINAL_DIR (set in the verify image), else the repository's copy.
-ORIGINAL_ROOT = Path(os.environ.get("REV88_ORIGINAL_DIR")
-                     or Path(__file__).resolve().parents[2] / "evidence" / "rev88-original")
-"""The frozen reference archive shipped next to run archives."""
+__all__ = ["ORIGINAL_ROOT", "compare_fields", "frozen_draw_metadata", "frozen_predictions_sha",
+           "frozen_smoke_predictions_sha", "json_record", "same_value", "stored_sha"]
+# ORIGINAL_ROOT (the frozen reference: REV88_ORIGINAL_DIR, else the repository's copy) is defined in verify.host.
 
 
 def same_value(a: Any, b: Any, *, rel_tol: float = REL_TOL, abs_tol: float = ABS_TOL) -> bool:
@@ -78,27 +75,33 @@ def json_record(f: ArchiveFiles, rel: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-@lru_cache(maxsize=16)
 def frozen_draw_metadata(draw: int) -> dict | None:
-    """``metadata`` of the original's ``results/draw-XX.json`` (the frozen reference), or None if absent."""
-    path = ORIGINAL_ROOT / "results" / f"draw-{draw:02d}.json"
-    if not path.is_file():
-        return None
-    rec = parse_json(path.read_bytes(), str(path))
+    """``metadata`` of the original's ``results/draw-XX.json`` in the verified frozen reference.
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host
+            (:func:`verify.host.frozen_reference`).
+    """
+    rel = f"results/draw-{draw:02d}.json"
+    rec = frozen_reference().json(rel)
     return rec.get("metadata") if isinstance(rec, dict) else None
 
 
 def frozen_predictions_sha(draw: int) -> str | None:
-    """The original's ``predictions_sha256`` (payload) for a draw, or None if the original is absent."""
+    """The original's ``predictions_sha256`` (payload) for a draw, from the verified frozen reference.
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
     md = frozen_draw_metadata(draw)
     return None if md is None else get_str(md, "predictions_sha256", f"results/draw-{draw:02d}.json")
 
 
-@lru_cache(maxsize=1)
 def frozen_smoke_predictions_sha() -> str | None:
-    """The original's API-smoke ``predictions_sha256`` (``cache-audit/cuda-validation.json``, spec 9.6)."""
-    path = ORIGINAL_ROOT / "cache-audit" / "cuda-validation.json"
-    if not path.is_file():
-        return None
-    rec = parse_json(path.read_bytes(), str(path))
-    return get_str(rec, "api_cli_smoke.metadata.predictions_sha256", str(path))
+    """The original's API-smoke ``predictions_sha256`` (``cache-audit/cuda-validation.json``, spec 9.6).
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
+    rel = "cache-audit/cuda-validation.json"
+    return get_str(frozen_reference().json(rel), "api_cli_smoke.metadata.predictions_sha256", rel)

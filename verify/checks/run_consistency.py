@@ -4,7 +4,9 @@
 * every record's device and software equal an execution of ``environment.json.gz`` that
   lists the record's phase (GPU UUID, driver, the software record: torch, CUDA, numpy …),
   and the record's own ``execution`` equals it;
-* the environment statement is honest: a native run is never called the pinned image;
+* the environment statement is honest: a native run is never called the pinned image, and
+  ``pinned_image: true`` needs the image's marker (``verify.checks.run_host``: marker, lock
+  file sha256, image ID, and every record's ``cpu`` block);
 * each fixture record ran under the cuBLAS workspace config its phase requested (the
   phase's own record says which: ``comparison.json.gz`` configs, ``interleaved.json.gz``
   trials, ``original-summary.json.gz``, a profile run record's ``workspace_config``,
@@ -24,7 +26,7 @@ import platform
 import numpy as np
 
 from bundle import data, hostinfo
-from verify.checks import run
+from verify.checks import draws, run, run_host
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, check_config
 from verify.checks.run_common import compare_fields, json_record
 from verify.integrity import ArchiveFiles
@@ -35,6 +37,8 @@ QUALIFY_WORKSPACE = ":16:8"
 """Qualification runs the preferred workspace config (spec 7.4 ``cublas_workspace_config``)."""
 EXECUTION_KEYS = ("engine", "image_reference", "pinned_image", "statement", "gpu", "gpu_uuid", "driver_version",
                   "software")
+NEWER_EXECUTION_KEYS = ("cpu", "image_marker", "image_id")
+"""Execution keys of newer writers, compared wherever the environment's execution has them."""
 
 
 def requested_workspaces(f: ArchiveFiles) -> dict[str, tuple[str, str]]:
@@ -113,6 +117,9 @@ def check_environment(f: ArchiveFiles) -> list[CheckResult]:
     execs = get_list(env, "executions", rel)
     for i, ex in enumerate(execs):
         w = f"{rel}: executions.{i}"
+        out += run_host.check_execution_block(ex, f"{rel} executions.{i}")
+        if isinstance(ex, dict):
+            out += run_host.check_cpu_block(ex.get("cpu"), f"{rel} executions.{i}")
         cuda_phases = sorted(set(ex.get("phases") or []) - {"qualify"}) if isinstance(ex, dict) else []
         if cuda_phases and ex.get("gpu") is None and ex.get("gpu_uuid") is None:
             # A run made without a CUDA device (`--device cpu`) is a diagnostic, not protocol evidence.
@@ -125,13 +132,15 @@ def check_environment(f: ArchiveFiles) -> list[CheckResult]:
         engine = get_str(ex, "engine", w)
         statement = get_str(ex, "statement", w)
         software = get_dict(ex, "software", w)
-        honest = (pinned == (engine == "docker" and hostinfo.software_matches_pin(software))
+        marker = get(ex, "image_marker", (dict, type(None)), w) if "image_marker" in ex else None
+        honest = (pinned == hostinfo.pinned_image_holds(engine, marker, software)
                   and (pinned or "not the pinned" in statement) and (engine != "native" or ex.get("image_reference") is None)
                   and (ex.get("gpu") or "no CUDA device") in statement and get_str(software, "torch", w) in statement)
         out.append(check_true("consistency.environment.statement", f"{rel} executions.{i} ({', '.join(ex.get('phases', []))})",
                               honest, f"engine {engine}, pinned_image {pinned}, software {software}, statement "
-                              f"{statement!r}: only a container with the pinned stack may claim the pinned image, "
-                              "and the statement must name the GPU and torch and say otherwise", recomputed=ex))
+                              f"{statement!r}: only a container with the image's marker and the pinned stack may claim the "
+                              "pinned image, and the statement must name the GPU and torch and say otherwise",
+                              recomputed=ex))
     phases_listed = [p for ex in execs for p in get_list(ex, "phases", rel)]
     present = sorted({p.split("/")[0] for p in f.content if "/" in p})
     out.append(check_true("consistency.environment.phases", rel, sorted(phases_listed) == present,
@@ -155,9 +164,13 @@ def _check_execution(record: tuple[str, str, object, str], execs: list, rel: str
                       f"device {uuid} driver {driver} torch {sw.get('torch')} matches no execution of "
                       f"{rel} listing phase {phase}", recomputed={"gpu_uuid": uuid, "driver_version": driver,
                                                                  "software": sw})]
+    out += run_host.check_hardware_cpu(hw, path)
+    if ex is not None:
+        out += run_host.check_execution_block(ex, f"{path} execution")
     if match and ex is not None:
+        keys = EXECUTION_KEYS + tuple(k for k in NEWER_EXECUTION_KEYS if k in match[0])
         out.append(compare_fields("consistency.execution_record", path, ex,
-                                  {k: match[0].get(k) for k in EXECUTION_KEYS}, what="the record's execution"))
+                                  {k: match[0].get(k) for k in keys}, what="the record's execution"))
     return out
 
 
@@ -213,8 +226,7 @@ def check_inputs(f: ArchiveFiles) -> list[CheckResult]:
     writer_versions = _npz_writer_versions(f)
     rebuilt: dict[int, str] = {}
     for draw, recorded in sorted(by_draw.items()):
-        inputs = data.load_draw(draw).learner_inputs()
-        rebuilt[draw] = hashlib.sha256(npz_bytes({k: inputs[k] for k in INPUT_KEYS})).hexdigest()
+        rebuilt[draw] = draws.input_npz_sha256(draw)
         for sha, phase in sorted(recorded):
             out.append(_npz_verdict("consistency.input_archive_sha256", f"{phase} draw-{draw:02d}", sha,
                                     rebuilt[draw], writer_versions, "input .npz rebuilt from the raw MNIST files"))
@@ -313,6 +325,7 @@ def check_in_process_qualify(f: ArchiveFiles) -> list[CheckResult]:
                 verdicts.append(check_equal("consistency.workspace_requested", rel,
                                             get(rec, "workspace_config", (str, type(None)), rel), QUALIFY_WORKSPACE,
                                             what="qualification workspace config"))
+            verdicts += run_host.check_hardware_cpu(get(rec, "hardware", (dict, type(None)), rel), rel)
             torch_version = get_str(rec, "software.torch", rel)
             verdicts.append(check_true("consistency.execution", rel, len(execs) == 1
                                        and (execs[0].get("software") or {}).get("torch") == torch_version

@@ -17,7 +17,7 @@ from typing import Any
 
 from bundle import profile as counters
 from bundle.errors import BundleError
-from verify.checks import profile
+from verify.checks import profile, run_profile_text
 from verify.checks.run_common import compare_fields, json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_int, get_list, get_str
@@ -61,12 +61,32 @@ def check_files_map(f: ArchiveFiles, rel: str, rec: dict, subject: str) -> list[
     return out
 
 
+def not_stored_reason(recorded: object) -> str:
+    """The UNAVAILABLE reason for a run whose ``.ncu-rep`` was deliberately not stored.
+
+    Args:
+        recorded: the run record's ``files.ncu_report.reason`` (e.g. "not stored to keep the
+            archive lean: ..."), or None.
+
+    Returns:
+        One line that says the file is absent (so installing ``ncu_report`` does not help) and
+        quotes the run's own reason without repeating "not stored".
+    """
+    note = str(recorded or "no reason recorded").strip()
+    for prefix in ("report not stored", "not stored"):
+        if note.lower().startswith(prefix):
+            note = note[len(prefix):].lstrip(" :;,-")
+            break
+    return (f"this repeat's .ncu-rep is not in the archive, so no reader can re-check it here, with or without "
+            f"ncu_report installed (the run's note: {note})")
+
+
 def _check_report(f: ArchiveFiles, rel: str, rec: dict, rows: counters.CounterRows, subject: str) -> CheckResult:
     entry = get_dict(rec, "files.ncu_report", rel) if "ncu_report" in get_dict(rec, "files", rel) else None
     if entry is None:
         return failed("profile.ncu_report", subject, "files.ncu_report is absent: the run does not account for its report")
     if entry.get("path") is None:
-        return unavailable("profile.ncu_report", subject, f"report not stored: {entry.get('reason')}",
+        return unavailable("profile.ncu_report", subject, not_stored_reason(entry.get("reason")),
                            recorded=entry.get("content_sha256"))
     read = f.background.result(rel) if f.background is not None else None
     if read is None:
@@ -97,6 +117,10 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
     out = profile.check_profile_figures(rec, scope=scope, subject=subject, where=rel, hit_rate_max_percent=None)
     figures = counters.normalise_counters(get_dict(rec, "metric_rows", rel), counters.SEQUENCES_IN_RANGE[scope], scope)
     out.append(compare_fields("profile.figures", subject, rec, figures, what="per-sequence figures (spec 6.3)"))
+    out.append(check_equal("profile.hit_rate_flag", subject, get(rec, "l2_sector_hit_rate_above_100_percent", bool, rel),
+                           figures["l2_sector_hit_rate_percent"] > counters.HIT_RATE_MAX_PERCENT,
+                           what="l2_sector_hit_rate_above_100_percent vs the hit rate (kept up to "
+                                f"{counters.HIT_RATE_REFUSE_PERCENT:g} %, flagged above {counters.HIT_RATE_MAX_PERCENT:g} %)"))
     out.append(check_equal("profile.command", subject, counters.audit_profile_command(get_list(rec, "command", rel)), [],
                            what="problems of the ncu command line"))
     out.append(check_equal("profile.env_workspace", subject, get(rec, "env.CUBLAS_WORKSPACE_CONFIG", str, rel), ws,
@@ -105,7 +129,8 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
     csv_rel = f"profile/{get_str(rec, 'files.csv.path', rel)}"
     if not f.has(csv_rel):
         return out + [failed("profile.csv_present", subject, f"{csv_rel} missing: raw ncu output is required")], None
-    rows = counters.parse_raw_csv(f.read(csv_rel).decode("utf-8"), hit_rate_limit_percent=None)
+    csv_text = f.read(csv_rel).decode("utf-8")
+    rows = counters.parse_raw_csv(csv_text, hit_rate_limit_percent=None)
     out.append(check_equal("profile.csv_metric_rows", subject, get_dict(rec, "metric_rows", rel), rows.metric_rows(),
                            what="metric rows re-parsed from the raw CSV"))
     out.append(check_equal("profile.device_attributes", subject, get_dict(rec, "profile_device_attributes", rel),
@@ -126,6 +151,7 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
                                what="fixture record (workspace, scope, S, device, L2) vs the run and ncu"))
         out.append(check_equal("profile.l2_cache_size_bytes", subject, get(rec, "l2_cache_size_bytes", int, rel),
                                rows.l2_cache_size_bytes, what="L2 size from ncu"))
+    out += run_profile_text.check_output(f, rel, rec, csv_text, fx, counters.replay_pass_counts(rows), subject)
     out.append(_check_report(f, rel, rec, rows, subject))
     return out, figures
 

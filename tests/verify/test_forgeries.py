@@ -1,0 +1,352 @@
+"""Consistent forgeries that used to verify (issue 11): each now fails, naming the check that catches it.
+
+Run-archive forgeries rewrite records of a hard-linked copy of the shipped H200 archive, re-derive
+every figure the forged value feeds (as the writer would) and rebuild the manifest, so integrity
+passes and only a cross-check against another file of the archive can catch them. Forgeries of
+the original archive are applied in memory through the coverage tool's consistent rebuild
+(``scripts/leaf_coverage.py``: every recorded sha256 of a changed file replaced, cascading), because
+its copy on disk is pinned by this bundle and any on-disk change fails integrity first.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bundle import archive
+from bundle import energy as en
+from bundle import profile as counters
+from bundle.phases.energy import _interleaved_summary
+from tests.conftest import H200_ARCHIVE, REPO_ROOT, linked_copy, load_script
+from verify.checks.memory import check_fixture_memory
+from verify.registry import verify_archive
+from verify.result import Status
+
+REAL = H200_ARCHIVE
+ORIGINAL = REPO_ROOT / "evidence" / "rev88-original"
+pytestmark = [pytest.mark.skipif(not REAL.is_dir() or not ORIGINAL.is_dir(), reason="the shipped archives are absent"),
+              pytest.mark.usefixtures("hidden_ncu_report")]
+
+
+
+def _copy(tmp_path: Path, name: str = REAL.name) -> Path:
+    return linked_copy(REAL, tmp_path, name)
+
+
+def _read(root: Path, rel: str) -> dict:
+    return archive.read_json_gz(root / rel)
+
+
+def _write(root: Path, rel: str, obj: dict) -> None:
+    (root / rel).unlink()  # break the hard link
+    archive.write_json_gz(root / rel, obj)
+
+
+def _write_bytes(root: Path, rel: str, data: bytes) -> None:
+    (root / rel).unlink()
+    if rel.endswith(".gz"):
+        archive.write_bytes_gz(root / rel, data)
+    else:
+        archive.atomic_write_bytes(root / rel, data)
+
+
+def _rebuild_manifest(root: Path) -> None:
+    (root / "manifest.json").unlink()
+    archive.RunArchive(root).write_manifest()
+
+
+def _failures(root: Path) -> dict[str, list]:
+    rep = verify_archive(root)
+    fails = rep.failures()
+    assert not any(r.check_id.startswith("integrity.") for r in fails), [r.check_id for r in fails]
+    out: dict[str, list] = {}
+    for r in fails:
+        out.setdefault(r.check_id, []).append(r)
+    return out
+
+
+def _retrial(trial: dict) -> None:
+    """Re-derive one trial's interval and per-task figures from its (forged) stamps, as the writer does."""
+    fig = en.recompute_trial(trial)
+    for key in ("idle_before", "idle_after", "active"):
+        trial[key].update(fig[key])
+    for key in ("paired_idle_w", *en.PER_TASK_KEYS):
+        trial[key] = fig[key]
+
+
+def _rebuild_interleaved(root: Path) -> None:
+    summary = _read(root, "energy/interleaved.json.gz")
+    records = [(t["round"], t["workspace"], t["record"][: -len(".json.gz")], _read(root, f"energy/{t['record']}"))
+               for t in summary["trials"]]
+    new = _interleaved_summary(records, summary["settings"], root / "energy", summary["draw_index"])
+    new["completed_at_utc"] = summary["completed_at_utc"]
+    _write(root, "energy/interleaved.json.gz", new)
+
+
+def test_trial_counter_changed_everywhere_but_in_its_nvml_log_fails(tmp_path):
+    root = _copy(tmp_path)
+    rel = "energy/trial-r00-workspace-4096-8.json.gz"
+    rec = _read(root, rel)
+    trial = rec["energy"]["trials"][0]
+    trial["active"]["end"]["energy_mj"] += 50_000  # 50 J more in the active window
+    _retrial(trial)
+    _write(root, rel, rec)
+    _rebuild_interleaved(root)
+    _rebuild_manifest(root)
+    fails = _failures(root)
+    assert set(fails) == {"energy.nvml_log.stamps"}, sorted(fails)
+    assert "the log read" in fails["energy.nvml_log.stamps"][0].reason
+
+
+def test_profile_csv_record_and_summary_changed_while_its_ncu_output_prints_the_real_count_fails(tmp_path):
+    root = _copy(tmp_path)
+    name = "workspace-16-8-task-r01"  # one of the 8 runs without a stored .ncu-rep
+    rec_rel, csv_rel = f"profile/{name}.json.gz", f"profile/{name}.csv.gz"
+    rec = _read(root, rec_rel)
+    old = rec["metric_rows"]["dram__bytes_read.sum"]["raw_value"]
+    new = f"{int(old.replace(',', '')) // 2:,}"
+    text = gzip.decompress((root / csv_rel).read_bytes()).decode()
+    assert text.count(f'"{old}"') == 1
+    text = text.replace(f'"{old}"', f'"{new}"')
+    _write_bytes(root, csv_rel, text.encode())
+    rows = counters.parse_raw_csv(text, hit_rate_limit_percent=None)
+    rec["metric_rows"] = rows.metric_rows()
+    rec.update(counters.normalise_counters(rec["metric_rows"], counters.SEQUENCES_IN_RANGE["task"], "task"))
+    value = rows.metrics["dram__bytes_read.sum"].value
+    rec["ncu_report_cross_check"]["metrics"]["dram__bytes_read.sum"].update(csv_value=value, report_value=value)
+    rec["files"]["csv"].update(archive.file_entry(root / csv_rel, csv_rel) | {"path": f"{name}.csv.gz"})
+    rec["files"]["csv"].pop("size_bytes")
+    _write(root, rec_rel, rec)
+    summary = _read(root, "profile/profiles.json.gz")
+    entry = summary["profiles"]["workspace-16-8-task"]
+    reps = []
+    for run_name in entry["runs"]:
+        r = _read(root, f"profile/{run_name}.json.gz")
+        figures = counters.normalise_counters(r["metric_rows"], counters.SEQUENCES_IN_RANGE["task"], "task")
+        reps.append({k: v for k, v in figures.items() if k != "counter_unit"})
+    entry["repeats"] = reps
+    entry.update(counters.summarise_repeats(reps))
+    _write(root, "profile/profiles.json.gz", summary)
+    _rebuild_manifest(root)
+    fails = _failures(root)
+    assert set(fails) == {"profile.ncu_output.csv"}, sorted(fails)
+
+
+def test_one_peak_changed_while_the_other_records_of_its_workspace_say_otherwise_fails(tmp_path):
+    root = _copy(tmp_path)
+    rel = "compare/workspace-16-8.json.gz"
+    rec = _read(root, rel)
+    rec["memory"]["prepare_and_invoke_peak_allocated_bytes"] += 1 << 20
+    rec["memory"]["added_peak_over_entry_allocated_bytes"] += 1 << 20
+    _write(root, rel, rec)
+    cmp = _read(root, "compare/comparison.json.gz")
+    base_peak = cmp["configs"][0]["memory"]["peak_allocated_bytes"]
+    peak = rec["memory"]["prepare_and_invoke_peak_allocated_bytes"]
+    row = next(r for r in cmp["configs"] if r["workspace"] == ":16:8")
+    row["record_sha256"] = archive.file_sha256(root / rel)
+    row["memory"].update(peak_allocated_bytes=peak, peak_allocated_mib=peak / (1 << 20),
+                         added_peak_over_entry_allocated_bytes=peak)
+    saved = base_peak - peak
+    cmp["reductions_vs_baseline"][":16:8"] = {"peak_allocated_bytes_saved": saved,
+                                              "peak_allocated_mib_saved": saved / (1 << 20),
+                                              "peak_allocated_reduction_percent": 100.0 * saved / base_peak,
+                                              "peak_allocated_ratio_to_baseline": peak / base_peak}
+    _write(root, "compare/comparison.json.gz", cmp)
+    _rebuild_manifest(root)
+    fails = _failures(root)
+    assert set(fails) == {"memory.workspace_peak", "compare.peak_allocated_bytes"}, sorted(fails)
+    assert "20 other records" in fails["compare.peak_allocated_bytes"][0].reason
+
+
+def test_energies_divided_by_1000_with_the_nvml_log_to_match_fail_the_power_plausibility(tmp_path):
+    root = _copy(tmp_path)
+    rel, log_rel = "energy/original.json.gz", "energy/original.nvml.jsonl.gz"
+    rec = _read(root, rel)
+    lines = [json.loads(x) for x in gzip.decompress((root / log_rel).read_bytes()).decode().splitlines()]
+    for line in lines:
+        if line["call"] == "nvmlDeviceGetTotalEnergyConsumption":
+            line["value"] //= 1000
+    _write_bytes(root, log_rel, "".join(json.dumps(x) + "\n" for x in lines).encode())
+    for trial in rec["energy"]["trials"]:
+        for window in ("idle_before", "active", "idle_after"):
+            for end in ("start", "end"):
+                trial[window][end]["energy_mj"] //= 1000
+        _retrial(trial)
+    rec["energy"]["summary"] = {k: en.summarise_original([t[k] for t in rec["energy"]["trials"]])
+                                for k in en.PER_TASK_KEYS}
+    _write(root, rel, rec)
+    summary = _read(root, "energy/original-summary.json.gz")
+    summary["summaries"] = {k: en.summarise([t[k] for t in rec["energy"]["trials"]]) for k in en.PER_TASK_KEYS}
+    _write(root, "energy/original-summary.json.gz", summary)
+    _rebuild_manifest(root)
+    fails = _failures(root)
+    assert set(fails) == {"energy.power_plausible"}, sorted(fails)
+    assert "telemetry" in fails["energy.power_plausible"][0].reason
+
+
+def _qualify_fixture_change(key: str, value):
+    def change(rec: dict) -> None:
+        rec["fixture"][key] = value
+    return change
+
+
+@pytest.mark.parametrize("rel,change,check_id", [
+    ("compare/comparison.json.gz",
+     lambda c: (c["configs"][1]["memory_audit"].update(passed=False), c.update(memory_audit_passed=False)),
+     "compare.memory_audit"),
+    ("qualify/draw-03.json.gz", _qualify_fixture_change("fresh_process", False), "qualify.record.fresh_process"),
+    ("qualify/draw-03.json.gz", _qualify_fixture_change("predictions_file_sha256", "0" * 64),
+     "qualify.record.fresh_process"),
+    ("qualify/accuracy.json.gz", lambda a: a["frozen_comparison"]["rows"][2].update(frozen_correct=1),
+     "accuracy.record.frozen_comparison"),
+    ("profile/workspace-4096-8-task-r00.json.gz", lambda r: r.update(l2_sector_hit_rate_above_100_percent=True),
+     "profile.hit_rate_flag"),
+])
+def test_fields_nothing_read_now_fail(tmp_path, rel, change, check_id):
+    root = _copy(tmp_path)
+    rec = _read(root, rel)
+    change(rec)
+    _write(root, rel, rec)
+    _rebuild_manifest(root)
+    assert check_id in _failures(root)
+
+
+def test_smoke_config_batch_size_fails(tmp_path):
+    root = _copy(tmp_path)
+    rel = "validate/smoke/config.json"
+    cfg = json.loads((root / rel).read_bytes())
+    cfg["batch_size"] = 16
+    _write_bytes(root, rel, (json.dumps(cfg, indent=2) + "\n").encode())
+    _rebuild_manifest(root)
+    assert "validate.smoke.config_file" in _failures(root)
+
+
+def test_refused_archive_contents_fail(tmp_path):
+    from bundle.phases.fixture_runner import npz_bytes
+    from bundle.phases.validate import smoke_inputs
+
+    root = _copy(tmp_path)
+    rel = "validate/smoke/with-test-labels.npz"
+    with np.load(io.BytesIO((root / rel).read_bytes()), allow_pickle=False) as z:
+        assert sorted(z.files) == ["test_images", "test_labels", "train_images", "train_labels"]
+    _write_bytes(root, rel, npz_bytes({**smoke_inputs(), "test_labels": np.ones(7, dtype=np.int64)}))
+    _rebuild_manifest(root)
+    assert set(_failures(root)) == {"validate.refused_npz"}
+
+
+def test_run_id_against_the_environment_fails(tmp_path):
+    root = _copy(tmp_path)
+    env = _read(root, "environment.json.gz")
+    env["run_id"] = "h200-20261201"
+    _write(root, "environment.json.gz", env)
+    _rebuild_manifest(root)
+    rep = verify_archive(root)
+    assert any(r.check_id == "integrity.run_id" for r in rep.failures())
+
+
+def test_a_peak_of_minus_seven_fails_the_peak_checks():
+    mem = _read(REAL, "compare/workspace-16-8.json.gz")["memory"]
+    ok = {r.check_id: r.status for r in check_fixture_memory(mem, subject="s", where="w")}
+    assert ok["memory.peak_allocated_bytes"] is Status.PASS and ok["memory.peak_reserved_bytes"] is Status.PASS
+    mem = dict(mem, prepare_and_invoke_peak_allocated_bytes=-7, prepare_and_invoke_peak_reserved_bytes=-7)
+    bad = {r.check_id: r.status for r in check_fixture_memory(mem, subject="s", where="w")}
+    assert bad["memory.peak_allocated_bytes"] is Status.FAIL and bad["memory.peak_reserved_bytes"] is Status.FAIL
+
+
+# --- the original archive: in memory, rebuilt consistently --------------------------------------
+
+def _tool():
+    return load_script("leaf_coverage")
+
+
+@pytest.fixture(scope="module")
+def original_harness():
+    return _tool().Harness(ORIGINAL)
+
+
+def _original_fails(h, changes: dict[str, object]) -> set[str]:
+    return {r.check_id for r in h.evaluate(changes)}
+
+
+def test_original_is_clean_in_memory(original_harness):
+    assert original_harness.baseline_fails == []
+    assert _original_fails(original_harness, {}) == set()
+
+
+def test_original_profile_workspace_labels_swapped_fail(original_harness):
+    h = original_harness
+    sm = copy.deepcopy(h.parsed["cache-audit/summary.json"])
+    sm["profiles"]["profile-baseline-task"]["workspace"] = ":16:8"
+    sm["profiles"]["profile-small-task"]["workspace"] = ":4096:8"
+    assert "original.cache.profile.memory" in _original_fails(h, {"cache-audit/summary.json": sm})
+
+
+@pytest.mark.parametrize("key,value,check_id", [
+    ("predictions_bit_equal", 100_000, "original.cache.summary.predictions_bit_equal"),
+    ("draws_bit_equal", 10, "original.cache.summary.qualification"),
+])
+def test_original_summary_counts_are_recomputed(original_harness, key, value, check_id):
+    h = original_harness
+    sm = copy.deepcopy(h.parsed["cache-audit/summary.json"])
+    sm["qualification"][key] = value
+    assert check_id in _original_fails(h, {"cache-audit/summary.json": sm})
+
+
+@pytest.mark.parametrize("key,value,check_id", [
+    ("maximum_abs_error", 3e-5, "original.cuda_validation.maximum_abs_error"),
+    ("checks", 211, "original.cuda_validation.check_count"),
+])
+def test_original_cuda_validation_is_checked(original_harness, key, value, check_id):
+    h = original_harness
+    cv = copy.deepcopy(h.parsed["cache-audit/cuda-validation.json"])
+    cv["numerical_validation"][key] = value
+    assert check_id in _original_fails(h, {"cache-audit/cuda-validation.json": cv})
+
+
+def test_original_cache_accuracy_is_recomputed_not_copied(original_harness):
+    h = original_harness
+    sub = copy.deepcopy(h.parsed["cache-audit/submission.json"])
+    sm = copy.deepcopy(h.parsed["cache-audit/summary.json"])
+    for block in (sub["accuracy"], sm["qualification"]["inherited_accuracy"]):
+        block["correct"] += 1  # both copies agree; the rows of accuracy.json do not
+    fails = _original_fails(h, {"cache-audit/submission.json": sub, "cache-audit/summary.json": sm})
+    assert "accuracy.aggregate.correct" in fails
+
+
+def test_original_restored_predictions_are_checked_and_rescored():
+    rep = verify_archive(ORIGINAL)
+    by_id: dict[str, list] = {}
+    for r in rep:
+        by_id.setdefault(r.check_id, []).append(r)
+    for check_id in ("original.accuracy.rescored", "original.result.predictions_sha256", "original.cache.predictions_file"):
+        assert by_id[check_id] and all(r.status is Status.PASS for r in by_id[check_id]), check_id
+    assert len(by_id["original.accuracy.rescored"]) == 11
+    assert [r.status for r in by_id["original.integrity.bundle_added"]] == [Status.PASS]
+
+
+def test_original_with_an_altered_restored_file_or_note_fails(tmp_path):
+    root = tmp_path / ORIGINAL.name
+    shutil.copytree(ORIGINAL, root)
+    arr = np.load(root / "predictions" / "draw-04.npy", allow_pickle=False)
+    arr[0] = (arr[0] + 1) % 10
+    np.save(root / "predictions" / "draw-04.npy", arr, allow_pickle=False)
+    (root / "predictions" / "PROVENANCE.md").write_text("edited\n", encoding="utf-8")
+    failed = {(r.check_id, r.subject) for r in verify_archive(root).failures()}
+    assert ("original.integrity.binary_sha256", "predictions/draw-04.npy") in failed
+    assert ("original.integrity.bundle_added", "predictions/PROVENANCE.md") in failed
+
+
+def test_original_without_the_restored_files_reads_unavailable_again(tmp_path):
+    root = tmp_path / ORIGINAL.name
+    shutil.copytree(ORIGINAL, root)
+    shutil.rmtree(root / "predictions")
+    rep = verify_archive(root)
+    assert rep.ok
+    assert {r.status for r in rep if r.check_id == "original.accuracy.rescored"} == {Status.UNAVAILABLE}

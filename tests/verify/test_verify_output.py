@@ -1,0 +1,151 @@
+"""`rev88 verify` output: the shipped archives piped through the real command read well at 80 columns.
+
+One summary line per archive, then every FAIL and every UNAVAILABLE group (verdicts sharing a
+reason) with its count and reason; the reasons arrive whole (no word broken across lines),
+no line is wider than 80 columns unless it is one unbreakable token, and PASS details appear
+only with --verbose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from bundle.cli import app
+from tests.conftest import REPO_ROOT
+from verify.registry import verify_archive
+from verify.render import render_lines, unavailable_groups
+from verify.result import CheckResult, Status, VerifyReport
+
+EVIDENCE = REPO_ROOT / "evidence"
+ARCHIVES = ("h200-20261130", "rev88-original")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="module")
+def piped():
+    """`rev88 verify` (every shipped archive) with stdout a pipe, and the same verdicts as JSON."""
+    text = subprocess.run([sys.executable, "-m", "bundle.cli", "verify"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=600, env=_env())
+    doc = subprocess.run([sys.executable, "-m", "bundle.cli", "verify", "--json"], cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=600, env=_env())
+    return text, json.loads(doc.stdout)
+
+
+def _blocks(lines: list[str]) -> list[list[str]]:
+    """Lines grouped into entries: an entry starts with a two-space indent and a status word."""
+    out: list[list[str]] = []
+    for line in lines:
+        if line.startswith(("  FAIL ", "  UNAVAILABLE ", "  PASS ")):
+            out.append([line])
+        elif line.startswith("      ") and out:
+            out[-1].append(line)
+    return out
+
+
+def _joined(block: list[str]) -> str:
+    return " ".join(line.strip() for line in block)
+
+
+def test_pipe_output_has_one_summary_line_per_archive_and_no_table(piped):
+    res, doc = piped
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stderr == ""  # no progress bar outside a terminal
+    lines = res.stdout.splitlines()
+    summaries = [line for line in lines if not line.startswith(" ") and " verified (" in line]
+    assert [s.split(" (")[0] for s in summaries] == [f"evidence/{a}" for a in ARCHIVES]
+    for line, archive in zip(summaries, doc["archives"], strict=True):
+        c = archive["counts"]
+        assert line.endswith(f"({c['PASS']} PASS, {c['FAIL']} FAIL, {c['UNAVAILABLE']} UNAVAILABLE)")
+    assert not any(ch in res.stdout for ch in "│┃━┏")
+    assert not any(line.lstrip().startswith("PASS") for line in lines)  # PASS details only with --verbose
+
+
+def test_every_unavailable_reason_is_shown_grouped_with_its_count(piped):
+    res, doc = piped
+    lines = res.stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if not line.startswith(" ") and " verified (" in line]
+    for start, end, archive in zip(starts, starts[1:] + [len(lines)], doc["archives"], strict=True):
+        want = Counter(r["reason"] for r in archive["results"] if r["status"] == "UNAVAILABLE")
+        blocks = [b for b in _blocks(lines[start + 1:end]) if b[0].startswith("  UNAVAILABLE ")]
+        assert len(blocks) == len(want), archive["archive"]  # one group per distinct reason
+        for block in blocks:
+            text = _joined(block)
+            n = int(text.split("(", 1)[1].split(")", 1)[0])
+            reason = next(r for r in want if f": {r} subject" in text)  # the whole reason, no word broken
+            assert want[reason] == n, (reason, n)
+
+
+def test_h200_report_reasons_say_why_and_that_the_reader_does_not_help(piped):
+    res, _ = piped
+    text = " ".join(line.strip() for line in res.stdout.splitlines())
+    assert "UNAVAILABLE (8) profile.ncu_report: this repeat's .ncu-rep is not in the archive" in text
+    assert "with or without ncu_report installed" in text and "not stored: not stored" not in text
+
+
+def test_no_line_is_wider_than_80_columns_and_no_word_is_broken(piped):
+    res, doc = piped
+    for line in res.stdout.splitlines():
+        if len(line) > 80:
+            assert len(line.split()) == 1 or not line.startswith(" "), line  # only an unbreakable token
+    words = {w for a in doc["archives"] for r in a["results"] if r["status"] != "PASS" for w in r["reason"].split()}
+    printed = {w for line in res.stdout.splitlines() for w in line.split()}
+    assert words <= printed, sorted(words - printed)[:5]
+
+
+def test_ncu_report_missing_gives_two_groups_with_their_own_reasons(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    res = CliRunner().invoke(app, ["verify", str(EVIDENCE / "h200-20261130")])
+    assert res.exit_code == 0, res.output
+    groups = [_joined(b) for b in _blocks(res.output.splitlines()) if b[0].startswith("  UNAVAILABLE ")]
+    assert len(groups) == 2
+    assert groups[0].startswith("UNAVAILABLE (4) profile.ncu_report: ncu_report is not importable")
+    assert "pip install '.[ncu]'" in groups[0]
+    assert groups[1].startswith("UNAVAILABLE (8) profile.ncu_report: this repeat's .ncu-rep is not in the archive")
+
+
+def test_verbose_adds_pass_counts_and_every_subject(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    res = CliRunner().invoke(app, ["verify", str(EVIDENCE / "rev88-original"), "--verbose"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert any(line.startswith("  PASS (57) original.integrity.sha_chain") for line in lines)
+    groups = unavailable_groups(verify_archive(EVIDENCE / "rev88-original"))
+    reason, group = max(groups, key=lambda g: len(g[1]))
+    assert len(group) > 1
+    block = next(_joined(b) for b in _blocks(lines) if b[0].startswith("  UNAVAILABLE ") and reason in _joined(b))
+    assert all(r.subject in block for r in group) and " more" not in block.split(reason)[1]
+    assert "--verbose lists" not in res.output
+
+
+def _report(reasons: list[str]) -> VerifyReport:
+    rep = VerifyReport("evidence/x", "run")
+    rep.extend([CheckResult("a.b", f"subject-{i}", Status.UNAVAILABLE, reason=r) for i, r in enumerate(reasons)])
+    rep.extend([CheckResult("c.d", "f.json.gz", Status.FAIL, recorded=1, recomputed=2, tolerance="exact",
+                            reason="value: recorded 1 but recomputed 2 " + "padding-words " * 12)])
+    return rep
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_render_wraps_at_the_width_without_breaking_words(width):
+    long_reason = "the file evidence/some/very/long/path/that/cannot/be/broken.json.gz was not retained " * 2
+    rep = _report([long_reason, long_reason, "short reason"])
+    lines = render_lines(rep, width=width)
+    assert lines[0] == "evidence/x (run): FAILED (0 PASS, 1 FAIL, 3 UNAVAILABLE)"
+    for line in lines[1:]:
+        assert len(line) <= width or len(line.split()) == 1, line
+    blocks = _blocks(lines)
+    assert [b[0].split()[0] for b in blocks] == ["FAIL", "UNAVAILABLE", "UNAVAILABLE"]
+    assert _joined(blocks[1]).startswith(f"UNAVAILABLE (2) a.b: {long_reason.strip()} subjects: subject-0 and 1 more")
+    assert "recorded 1; recomputed 2; tolerance exact" in _joined(blocks[0])
