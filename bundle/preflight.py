@@ -213,7 +213,7 @@ def _remedy(need: str, *, command: str, engine: str, cpu_path: bool) -> str:
                   if engine == "docker" else "run it on a host with an NVIDIA GPU and driver")
         return f"{inside} ({GPU_HOSTS_DOC}){alt}"
     if need == "nvml":
-        return (f"install the NVIDIA driver (libnvidia-ml) and nvidia-ml-py (pip install '.[gpu]'), see {GPU_HOSTS_DOC}; "
+        return (f"install the NVIDIA driver (libnvidia-ml) and nvidia-ml-py (.venv/bin/pip install -e '.[gpu]'), see {GPU_HOSTS_DOC}; "
                 "the energy phase reads NVML's energy counter")
     if need == "ncu":
         return "install Nsight Compute or pass --ncu PATH (or set REV88_NCU)"

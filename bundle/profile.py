@@ -605,7 +605,7 @@ def import_ncu_report() -> tuple[Any | None, str | None]:
         import ncu_report  # noqa: PLC0415
     except Exception as exc:  # ImportError, or a broken native library
         return None, (f"ncu_report is not importable ({type(exc).__name__}: {exc}): install NVIDIA's reader "
-                      "(.venv/bin/pip install '.[ncu]') to re-read the stored reports")
+                      "(.venv/bin/pip install -e '.[ncu]') to re-read the stored reports")
     return ncu_report, None
 
 

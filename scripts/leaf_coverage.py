@@ -197,6 +197,14 @@ def _lists(obj: Any, prefix: str) -> Iterable[str]:
             yield from _lists(v, f"{prefix}.{i}" if prefix else str(i))
 
 
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard link *src* to *dst*, or copy it where they are on different file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
 class Harness:
     """One archive, verified once, then mutated leaf by leaf in memory.
 
@@ -399,7 +407,7 @@ class Harness:
         if self._linked is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="rev88-cov-")
             self._linked = Path(self._tmp.name) / self.root.name
-            shutil.copytree(self.root, self._linked, copy_function=os.link)
+            shutil.copytree(self.root, self._linked, copy_function=_link_or_copy)
         path = self._linked / MANIFEST_NAME
         path.unlink()
         path.write_text(archive.dumps_canonical(manifest), encoding="ascii")

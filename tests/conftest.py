@@ -80,8 +80,25 @@ def hidden_ncu_report(monkeypatch: pytest.MonkeyPatch) -> None:
 def linked_copy(src: Path, tmp_path: Path, name: str | None = None) -> Path:
     """A copy of the archive *src* under *tmp_path* made of hard links (cheap; tests replace files, never write through)."""
     dest = tmp_path / (name or src.name)
-    shutil.copytree(src, dest, copy_function=os.link)
+    shutil.copytree(src, dest, copy_function=_link_or_copy)
     return dest
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system (the read-only checkout mounted into a container): copy
+        shutil.copy2(src, dst)
+
+
+NOT_THE_WRITERS_NUMPY = "is not the writer's"
+"""Reason fragment of the .npz byte checks when the verifying host's numpy/Python differ from the writer's."""
+
+
+def npz_bytes_unavailable(r) -> bool:
+    """True for an UNAVAILABLE .npz-container byte check on a host whose numpy/Python are not the writer's."""
+    return (r.check_id in ("consistency.input_archive_sha256", "consistency.dropped_input")
+            and r.status.value == "UNAVAILABLE" and NOT_THE_WRITERS_NUMPY in r.reason)
 
 
 def load_script(name: str) -> ModuleType:
@@ -91,3 +108,18 @@ def load_script(name: str) -> ModuleType:
     sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
+
+
+def forge_record(root: Path, rel: str, change) -> None:
+    """Rewrite the gz JSON record *rel* of run archive *root* with ``change(record)``, then rebuild the manifest.
+
+    The hashes match again afterwards, so integrity passes and only the record's content is wrong.
+    """
+    from bundle import archive  # noqa: PLC0415 - conftest stays import-light
+
+    rec = archive.read_json_gz(root / rel)
+    change(rec)
+    (root / rel).unlink()  # break the hard link
+    archive.write_json_gz(root / rel, rec)
+    (root / "manifest.json").unlink()
+    archive.RunArchive(root).write_manifest()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,10 @@ def test_dockerfile_lock_sha256_defaults_match_the_lock_file() -> None:
 
 
 def test_no_file_names_a_registry_host() -> None:
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs git and the checkout's .git to list the tracked files (CI runs it on the host)")
+    files = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.split(b"\0")
     offenders = []
     for name in filter(None, (f.decode() for f in files)):
         if name.startswith("evidence/rev88-original/"):

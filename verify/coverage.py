@@ -90,6 +90,9 @@ ATTESTATIONS: tuple[Attestation, ...] = (
                 "GPU-vs-eager residual of the replay validation: bounded by the tolerance the record states"),
     Attestation("*", "*", "**.profile_device_attributes.gpu__time_duration.sum",
                 "ncu's GPU time of the range, inflated by profiling (not a runtime); no other file records it"),
+    Attestation("*", "*", "**.cuda_elapsed_ms",
+                "CUDA-event time of an energy trial; no raw trace of it: its per-task figures are recomputed from it "
+                "and it must lie within 0.9-1.005 of the wall window the NVML stamps bracket"),
     Attestation("*", "*", "**.timing.first_invocation_cuda_ms",
                 "CUDA-event time of the fixture's first invocation; no raw trace of it (copied into the comparison)"),
     Attestation("*", "*", "**.timing.first_invocation_wall_ms", _MEASURED_S),
@@ -100,6 +103,13 @@ ATTESTATIONS: tuple[Attestation, ...] = (
     Attestation(RUN, "*", "**.input_archive_sha256",
                 "sha256 of the job's input .npz, which the archive does not keep: rebuilt from the raw MNIST files and "
                 "compared where this host writes .npz bytes as the writer did, and one per phase"),
+    Attestation(RUN, "environment.json.gz", "executions.*.image_id",
+                "the image's content-addressed ID as the engine read it; only `docker image inspect` on a host that "
+                "holds the image confirms it (the marker's lock sha256 and versions are checked against the lock "
+                "file and the records' software)"),
+    Attestation(RUN, "environment.json.gz", "executions.*.image_marker.image_id",
+                "the image's content-addressed ID as the engine read it; only `docker image inspect` on a host that "
+                "holds the image confirms it"),
     Attestation(RUN, "environment.json.gz", "executions.*.source_run_id",
                 "the run folder a phase ran in before its files were merged into this archive (scripts/merge_archives.py)"),
     Attestation(RUN, "environment.json.gz", "dropped_files.*.reason", _TEXT),

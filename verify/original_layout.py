@@ -192,6 +192,13 @@ def verify_original_archive(root: Path) -> ArchiveFiles:
         elif rel not in known:
             out.results.append(failed("original.integrity.unlisted", rel,
                                       "file is not part of the original evidence layout: remove it"))
+    if "predictions/PROVENANCE.md" in present:  # the note says all 11 were restored: none may go missing
+        for i in DRAWS:
+            rel = f"predictions/draw-{i:02d}.npy"
+            if rel not in present:
+                out.results.append(failed("original.integrity.restored_missing", rel,
+                                          "predictions/PROVENANCE.md says this bundle restored this file, but it is "
+                                          "absent: restore it from the repository (git checkout -- evidence/)"))
     raw: dict[str, bytes] = {}
     sha: dict[str, str] = {}
     for rel in KNOWN_JSON:

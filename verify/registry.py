@@ -18,7 +18,7 @@ from bundle.errors import BundleError
 from verify.host import HostReferenceError, require_reference_data
 from verify.integrity import MANIFEST_NAME, ArchiveFiles, verify_run_archive
 from verify.original_layout import is_original_archive, verify_original_archive
-from verify.result import CheckResult, VerifyReport, failed, unavailable
+from verify.result import CheckResult, Status, VerifyReport, failed, unavailable
 
 Family = Callable[[ArchiveFiles], list[CheckResult]]
 
@@ -100,6 +100,49 @@ def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], repo
             report.extend([failed(f"{name}.error", files.root.name, f"{type(exc).__name__}: {line}")])
 
 
+DIAGNOSTIC_VERDICTS = ("consistency.environment.cuda_device", "compare.config.device")
+"""The FAILs that say a phase ran as a ``--device cpu`` diagnostic; they stay FAILs."""
+
+
+def cpu_diagnostic_phases(files: ArchiveFiles) -> set[str]:
+    """Phases other than qualification that ``environment.json.gz`` says ran without a CUDA device.
+
+    Returns:
+        Phase names (``compare``, ``validate``); empty when the record is missing or malformed
+        (the environment checks report that).
+    """
+    try:
+        executions = files.json("environment.json.gz").get("executions") or []
+    except Exception:  # noqa: BLE001 - a malformed environment record is reported by its own checks
+        return set()
+    out: set[str] = set()
+    for ex in executions:
+        if isinstance(ex, dict) and ex.get("gpu") is None and ex.get("gpu_uuid") is None:
+            out.update(str(p) for p in ex.get("phases") or [] if p != "qualify")
+    return out
+
+
+def fold_cpu_diagnostics(files: ArchiveFiles, report: VerifyReport) -> None:
+    """Turn the GPU-field FAILs of a ``--device cpu`` diagnostic phase into UNAVAILABLE.
+
+    Such a phase already FAILs once, plainly (:data:`DIAGNOSTIC_VERDICTS`: "ran without a
+    CUDA device … rerun on a GPU host"); its records have no CUDA memory, board or inventory
+    figures, so every check of those fields would FAIL again with schema noise. Those become
+    UNAVAILABLE naming the phase; integrity FAILs and the diagnostic verdicts are kept, so the
+    archive still FAILs.
+    """
+    phases = cpu_diagnostic_phases(files)
+    if not phases:
+        return
+    for i, r in enumerate(report.results):
+        phase = r.subject.split("/", 1)[0] if "/" in r.subject else None
+        if (r.status is Status.FAIL and phase in phases and r.check_id not in DIAGNOSTIC_VERDICTS
+                and not r.check_id.startswith("integrity.")):
+            report.results[i] = CheckResult(r.check_id, r.subject, Status.UNAVAILABLE, r.recorded, r.recomputed,
+                                            r.tolerance, f"not checked: {phase} ran as a --device cpu diagnostic "
+                                            "(no CUDA memory, board or inventory figures to check)")
+
+
 def stage_count(path: Path) -> int:
     """How many times :func:`verify_archive` calls ``on_stage`` for *path* (integrity + families)."""
     path = Path(path)
@@ -147,6 +190,8 @@ def verify_archive(path: Path, *, on_stage: Callable[[str], None] | None = None)
         files.background = ReportReads(files)  # the slow .ncu-rep reads overlap the other checks
     try:
         run_checks(files, families, report, on_stage)
+        if kind == "run":
+            fold_cpu_diagnostics(files, report)
     finally:
         if files.background is not None:
             files.background.close()
@@ -158,11 +203,16 @@ def verify_archive(path: Path, *, on_stage: Callable[[str], None] | None = None)
 
 
 def discover_archives(evidence_dir: Path) -> list[Path]:
-    """Every subfolder of ``evidence/`` with a manifest.json, plus the original archive."""
+    """Every subfolder of ``evidence/`` (hidden ones aside): each is an archive.
+
+    A subfolder without ``manifest.json`` that is not the original's layout is still returned,
+    so that its verification FAILs (a run archive whose manifest went missing must never be
+    skipped); so is a symlink, which integrity refuses.
+    """
     if not evidence_dir.is_dir():
         raise BundleError(f"evidence folder not found ({evidence_dir}): run from the repository root or pass archives")
-    found = [p for p in sorted(evidence_dir.iterdir()) if p.is_dir() and not p.is_symlink()
-             and (os.path.lexists(p / MANIFEST_NAME) or is_original_archive(p))]
+    found = [p for p in sorted(evidence_dir.iterdir()) if not p.name.startswith(".")
+             and (p.is_dir() or p.is_symlink())]
     if not found:
         raise BundleError(f"no archives under {evidence_dir}: pass an archive folder")
     return found

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed compare phase")] = False,
     ) -> None:
         """Run the fixture at :4096:8, :16:8 and :0:0 in fresh processes and compare memory and outputs."""
-        require_module("torch", "rev88 compare", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
+        require_module("torch", "rev88 compare", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415

@@ -6,6 +6,7 @@
 * :func:`print_table` prints a ``rich`` table when it fits the console's width and otherwise
   the same cells as a list (one block per row, ``column: value`` per line), so no column is
   cut to "protoc…" on a narrow terminal or in an 80-column pipe.
+* :func:`terminal_progress` is a plain ``rich`` progress display that draws on a terminal only.
 
 No torch here; ``rich`` only.
 """
@@ -18,7 +19,7 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.measure import Measurement
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 PROGRESS_DELAY_S = 2.0
@@ -78,6 +79,20 @@ class DelayedProgress:
                 self._progress.stop()
 
 
+def terminal_progress(console: Console, *columns: ProgressColumn, transient: bool = False) -> Progress:
+    """A ``rich`` progress display on *console* that draws only when *console* is a terminal.
+
+    Off a terminal (stdout redirected to a file, a pipe, make, CI) the display is disabled, so not
+    even its final line is printed and the command's own output stays clean.
+
+    Args:
+        console: where to draw.
+        columns: the progress columns.
+        transient: remove the bar from the terminal when the work ends.
+    """
+    return Progress(*columns, console=console, transient=transient, disable=not console.is_terminal)
+
+
 def table_fits(console: Console, table: Table) -> bool:
     """Whether *table* fits *console*'s width without shrinking any column."""
     unbounded = console.options.update_width(1 << 20)  # measure the natural width, not the clamped one
@@ -95,15 +110,15 @@ def print_table(console: Console, title: str, columns: Sequence[str], rows: Sequ
         rows: cell texts, one sequence per row (as many cells as columns).
         right_align_from: index of the first right-aligned (numeric) column.
     """
-    table = Table(title=title)
+    table = Table()  # the title is a line of its own: a title as wide as a path would wrap over a narrow table
     for i, column in enumerate(columns):
         table.add_column(column, justify="right" if i >= right_align_from else "left", no_wrap=True)
     for row in rows:
         table.add_row(*row)
+    console.print(title, markup=False, highlight=False, soft_wrap=True)
     if table_fits(console, table):
         console.print(table)
         return
-    console.print(title, markup=False, highlight=False)
     for row in rows:
         console.print(f"- {row[0]}", markup=False, highlight=False)
         for column, cell in zip(columns[1:], row[1:], strict=True):

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed energy protocol")] = False,
     ) -> None:
         """Measure idle-adjusted energy per task with NVML in fresh fixture processes."""
-        require_module("torch", "rev88 energy", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
+        require_module("torch", "rev88 energy", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415

@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         device: Annotated[str, typer.Option("--device", help="cuda (protocol) | cpu (diagnostic)")] = "cuda",
     ) -> None:
         """Prepare one task in this fresh process, measure it and write its record (spec 4.1)."""
-        require_module("torch", "rev88 fixture", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
+        require_module("torch", "rev88 fixture", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from bundle.fixture import run_fixture  # noqa: PLC0415  (imports torch after the env check)
 
         record = run_fixture(input, config, output, mode=mode, scope=scope, repeats=repeats, energy=energy,

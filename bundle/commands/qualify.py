@@ -27,16 +27,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train each draw freshly, write its predictions and record, then score all draws."""
         from rich.console import Console  # noqa: PLC0415
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
         from bundle import preflight  # noqa: PLC0415
         from bundle.archive import WORK_DIR, RunArchive  # noqa: PLC0415
-        from bundle.commands.console import print_table  # noqa: PLC0415
+        from bundle.commands.console import print_table, terminal_progress  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.qualify import InProcessRunner, parse_draws, run_qualification  # noqa: PLC0415
 
         selected = parse_draws(draws)
-        require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or pip install torch==2.13.0 '.[learner]'")
+        require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or .venv/bin/pip install torch==2.13.0 -e '.[learner]'")
         preflight.require(["qualify"], device=device, command=f"rev88 qualify --device {device}")
         if RunArchive(out).is_complete("qualify") and not force:
             raise BundleError(f"phase 'qualify' is already complete ({out / 'qualify'}): pass --force to replace it "
@@ -48,8 +48,8 @@ def register(app: typer.Typer) -> None:
 
             runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / WORK_DIR / "qualify", device=device)
         console = Console()
-        with Progress(TextColumn("qualify {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console) as progress:
+        with terminal_progress(console, TextColumn("qualify {task.description}"), BarColumn(),
+                               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as progress:
             bar = progress.add_task("draws", total=len(selected))
 
             def on_draw(index: int, status: str) -> None:

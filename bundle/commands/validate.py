@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed validate phase")] = False,
     ) -> None:
         """Check CUDA replay numerics, API = CLI outputs, and that bad inputs / late CUDA init are refused."""
-        require_module("torch", "rev88 validate", "pip install torch '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
+        require_module("torch", "rev88 validate", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415

@@ -30,17 +30,25 @@ def register(app: typer.Typer) -> None:
         explain: Annotated[bool, typer.Option(
             "--explain", help="print the attested fields (what no file can confirm, and why) and exit")] = False,
     ) -> None:
+        # typer keeps the line breaks inside a help paragraph: each paragraph is one line.
         """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields.
 
-        Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE
-        verdicts that share a reason (with its count); --verbose adds the PASS counts, --json
-        gives every verdict. Exit status 1 when anything FAILs.
+        Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE verdicts that share a reason (with its count); --verbose adds the PASS counts, --json gives every verdict. Exit status 1 when anything FAILs.
         """
         if explain:
+            if as_json:
+                typer.echo(explain_json())
+                return
             from verify.coverage import explain_lines
 
             typer.echo("\n".join(explain_lines()))
             return
+        from bundle.errors import BundleError
+
+        for path in archives or ():
+            if path.is_file():
+                raise BundleError(f"{path} is a file, not an archive folder: pass the archive folder that holds it "
+                                  f"(rev88 verify {path.parent})")
         from rich.console import Console
         from rich.text import Text
 
@@ -84,11 +92,10 @@ def register(app: typer.Typer) -> None:
             help="the original archive for the A100 reference figures (default: $REV88_ORIGINAL_DIR, else the "
                  "repository's evidence/rev88-original)")] = None,
     ) -> None:
+        # typer keeps the line breaks inside a help paragraph: each paragraph is one line.
         """Write REPORT.md and PNG figures from verified figures only.
 
-        An archive that fails integrity gets no report. One whose other checks fail gets a report
-        that lists the failures and shows the affected figures as "not verified", and the command
-        exits 1.
+        An archive that fails integrity gets no report. One whose other checks fail gets a report that lists the failures and shows the affected figures as "not verified", and the command exits 1.
         """
         from bundle.commands.console import DelayedProgress
         from bundle.errors import BundleError
@@ -98,6 +105,7 @@ def register(app: typer.Typer) -> None:
         if original is not None and not original.is_dir():
             raise BundleError(f"--original {original} is not a folder: pass evidence/rev88-original or leave it out")
         original = original if original is not None else ORIGINAL_ROOT
+        refuse_out_inside(out, archive)
 
         with DelayedProgress("report") as progress:
             written = write_report(archive, out, original=original, on_stage=progress.update)
@@ -107,3 +115,35 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"rev88: error: {archive} fails verification: the report lists the failed checks and marks "
                        "their figures 'not verified'; run `rev88 verify` on it", err=True)
             raise typer.Exit(code=1)
+
+
+def explain_json() -> str:
+    """The attestation registry (``rev88 verify --explain --json``) as a JSON list.
+
+    Returns:
+        One object per :data:`verify.coverage.ATTESTATIONS` entry, in registry order, with
+        ``layout`` (``"run"``, ``"original"`` or ``"*"`` for both), ``records``, ``field`` and
+        ``reason``.
+    """
+    import json
+
+    from verify.coverage import ATTESTATIONS
+
+    return json.dumps([{"layout": a.layout, "records": a.records, "field": a.field, "reason": a.reason}
+                       for a in ATTESTATIONS], indent=2)
+
+
+def refuse_out_inside(out: Path, archive: Path) -> None:
+    """Refuse a report folder that is *archive* itself or lies inside it (before anything is written).
+
+    Raises:
+        BundleError: ``out`` resolves to *archive* or to a folder under it (the report would
+            overwrite the evidence).
+    """
+    from bundle.errors import BundleError
+
+    target, evidence = out.resolve(), archive.resolve()
+    if target.is_relative_to(evidence):
+        where = "is the archive" if target == evidence else "is inside the archive"
+        raise BundleError(f"--out {out} {where} {archive}: the report would be written into the evidence; "
+                          "pass a folder outside it (e.g. --out report)")

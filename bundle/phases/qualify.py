@@ -50,19 +50,25 @@ Runner = Callable[[int, Mapping[str, np.ndarray]], tuple[np.ndarray, dict, dict]
 def parse_draws(text: str) -> list[int]:
     """Parse ``"0-10"``, ``"0,3,5"`` or ``"4"`` into sorted unique draw indices.
 
+    Each part's bounds are checked from its ends before the range is expanded, so a huge range
+    is refused in one line instead of being built in memory.
+
     Raises:
-        BundleError: malformed text or an index outside 0…10.
+        BundleError: malformed text, a reversed range (``10-0``) or an index outside 0…10.
     """
     draws: set[int] = set()
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            first, last = int(lo), int(hi) if hi else int(lo)
-            draws.update(range(first, last + 1))
-    except ValueError:
-        raise BundleError(f"--draws {text!r} is malformed: use e.g. 0-10, 0,3,5 or 4") from None
-    if not draws or min(draws) < 0 or max(draws) >= DRAW_COUNT:
-        raise BundleError(f"--draws {text!r} selects draws outside 0-{DRAW_COUNT - 1}: pick draws 0-10")
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if dash else int(lo)
+        except ValueError:
+            raise BundleError(f"--draws {text!r} is malformed: use e.g. 0-10, 0,3,5 or 4") from None
+        if first > last:
+            raise BundleError(f"--draws {text!r}: draw range {first}-{last} is reversed: write {last}-{first}")
+        if first < 0 or last >= DRAW_COUNT:
+            raise BundleError(f"--draws {text!r} selects draws outside 0-{DRAW_COUNT - 1}: "
+                              f"pick draws 0-{DRAW_COUNT - 1}")
+        draws.update(range(first, last + 1))
     return sorted(draws)
 
 
@@ -306,7 +312,8 @@ def _record_execution(run: RunArchive, records: Mapping[int, Mapping[str, Any]])
     if "fixture" in first and "execution" in first["fixture"]:
         run.record_execution(PHASE, first["fixture"]["execution"])
         return
-    software = {**(first.get("software") or {}), "nvidia_ml_py": None}
+    # The draws ran in this process: its nvidia-ml-py is theirs (the draw records keep the original's four keys).
+    software = {**(first.get("software") or {}), "nvidia_ml_py": hostinfo.software_record()["nvidia_ml_py"]}
     recorded = first.get("hardware") or {}
     hardware = {"name": recorded.get("gpu"), "uuid": None, "driver_version": None,
                 "cpu": recorded.get("cpu") if isinstance(recorded.get("cpu"), dict) else None}

@@ -141,3 +141,60 @@ def test_cuda_qualification_of_draw0(tmp_path):
     print(json.dumps(record["timing"]))
     assert record["frozen_comparison"]["predictions_sha256_equal"]
     assert result["accuracy"]["rows"][0]["correct"] == 8887
+
+
+def _run_cli(args, *, stdout, limit_bytes=None):
+    """Run the real ``rev88`` CLI (``python -m bundle.cli``) in a fresh process, optionally under an
+    address-space limit (so a command that tries to expand a huge range dies with MemoryError
+    instead of filling this machine's memory)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    def limit() -> None:
+        if limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    return subprocess.run([sys.executable, "-m", "bundle.cli", *args], cwd=REPO_ROOT, env=env, stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=600, preexec_fn=limit)
+
+
+def test_a_huge_draw_range_is_refused_from_its_ends_without_expanding_it(tmp_path):
+    import subprocess
+
+    out = tmp_path / "run"
+    result = _run_cli(["qualify", "--draws", "0-100000000000", "--device", "cpu", "--out", str(out)],
+                      stdout=subprocess.PIPE, limit_bytes=1 << 30)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr == "rev88: error: --draws '0-100000000000' selects draws outside 0-10: pick draws 0-10\n"
+    assert not out.exists()
+
+
+def test_a_reversed_draw_range_says_it_is_reversed(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["qualify", "--draws", "10-0", "--device", "cpu", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "rev88: error: --draws '10-0': draw range 10-0 is reversed: write 0-10\n"
+    assert "outside" not in result.stderr and not out.exists()
+    with pytest.raises(BundleError, match="draw range 7-3 is reversed: write 3-7"):
+        qualify.parse_draws("0,7-3")
+
+
+def test_qualify_draws_no_progress_bar_into_a_file(tmp_path):
+    pytest.importorskip("torch")
+    log = tmp_path / "stdout.txt"
+    with log.open("w") as stdout:
+        result = _run_cli(["qualify", "--device", "cpu", "--draws", "0", "--out", str(tmp_path / "run")],
+                          stdout=stdout)
+    text = log.read_text()
+    assert result.returncode == 0, result.stderr[-2000:] + text
+    assert "1 of 11 draws (0)" in text  # the command's own output is there ...
+    # ... and no progress bar, not even its last line; the only "━" are the table's own header rules.
+    assert "qualify draw" not in text and "1/1" not in text
+    assert [line for line in text.splitlines() if "━" in line and set(line) - set("┏┳┓┡╇┩━")] == []
+    assert "━" not in result.stderr

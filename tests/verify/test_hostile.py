@@ -280,8 +280,7 @@ def test_deep_manifest_is_one_manifest_line(tmp_path):
 
 def test_original_layout_gets_duplicate_key_and_depth_checks(tmp_path):
     """The frozen original is never rewritten; a copy with a nested or duplicated key fails in one line each."""
-    copy = tmp_path / "rev88-original"
-    shutil.copytree(ORIGINAL_ARCHIVE, copy, copy_function=os.link)
+    copy = linked_copy(ORIGINAL_ARCHIVE, tmp_path)
     (copy / "execution.json").unlink()
     (copy / "execution.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
     text = (ORIGINAL_ARCHIVE / "verification.json").read_text()

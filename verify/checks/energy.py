@@ -21,8 +21,11 @@ PER_TASK_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms
 MIN_IDLE_S = 2.9
 """Shortest acceptable idle window (the protocol sleeps 3 s; the original verifier used 2.9 s)."""
 SETTLE_S = 3
-CUDA_WALL_RATIO = (0.7, 1.3)
-"""Plausibility band for cuda_ms / wall_ms per task (as the original verifier)."""
+CUDA_WALL_RATIO = (0.9, 1.005)
+"""Band for cuda_ms / wall_ms per task. The CUDA events are recorded inside the window the two
+stamps bracket, so the ratio cannot exceed 1 beyond clock granularity (+0.5 %); host overhead
+outside the events keeps it near 1 (0.988-0.9995 on the shipped H200 and A100 trials). The
+original verifier allowed 0.7-1.3."""
 
 
 def _close(cid: str, subject: str, recorded: Any, value: float, what: str) -> CheckResult:
@@ -120,9 +123,10 @@ def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: s
         out.append(_close(f"energy.trial.{key}", sub, trial.get(key), value, key))
     cuda = get_float(trial, "cuda_ms_per_task", where)
     if "cuda_elapsed_ms" in trial:
-        out.append(_close("energy.trial.cuda_ms_per_task", sub, cuda,
-                          get_float(trial, "cuda_elapsed_ms", where) / get_int(trial, "invocations", where),
+        raw = get_float(trial, "cuda_elapsed_ms", where) / get_int(trial, "invocations", where)
+        out.append(_close("energy.trial.cuda_ms_per_task", sub, cuda, raw,
                           "cuda_ms_per_task = cuda_elapsed_ms / invocations"))
+        cuda = raw  # the band below bounds the raw event time
     ratio = cuda / figures["wall_ms_per_task"] if figures["wall_ms_per_task"] > 0 else math.inf
     out.append(check_true("energy.trial.cuda_wall_ratio", sub, CUDA_WALL_RATIO[0] < ratio < CUDA_WALL_RATIO[1],
                           f"cuda_ms/wall_ms = {ratio:.3f} outside {CUDA_WALL_RATIO}: the CUDA events and the "

@@ -93,8 +93,8 @@ def check_ncu_report(subject: str, present: bool, recorded_sha: str | None) -> C
                            "report, so it cannot be re-read here, with or without ncu_report installed",
                            recorded=recorded_sha)
     if importlib.util.find_spec("ncu_report") is None:
-        return unavailable("profile.ncu_report", subject, "ncu_report is not installed (pip install "
-                           "'rev88-bundle[ncu]'); the report's metrics were not re-read", recorded=recorded_sha)
+        return unavailable("profile.ncu_report", subject, "ncu_report is not installed (.venv/bin/pip "
+                           "install -e '.[ncu]'); the report's metrics were not re-read", recorded=recorded_sha)
     return unavailable("profile.ncu_report", subject, "reading .ncu-rep metrics is done per run archive")
 
 

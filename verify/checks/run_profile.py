@@ -49,6 +49,12 @@ def check_files_map(f: ArchiveFiles, rel: str, rec: dict, subject: str) -> list[
             stored = entry.get("stored")
             out.append(check_true("profile.files.not_stored", f"{subject} {key}", stored is False and bool(entry.get("reason")),
                                   f"files.{key} has no path but does not say stored: false with a reason"))
+            if key == "ncu_report" and rec.get("repeat_index") == 0:
+                # Both --keep-reports policies (first, all) store repeat 0's report: without it nothing in
+                # the archive re-reads this profile's counters.
+                out.append(failed("profile.files.first_report_kept", f"{subject} {key}",
+                                  "repeat 0 of a profile must keep its .ncu-rep (bundle.phases.profile stores it "
+                                  "under every --keep-reports policy); it is missing here"))
             continue
         member = f"profile/{path}"
         manifest = f.stored_entry(member)

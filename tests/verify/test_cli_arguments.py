@@ -1,0 +1,79 @@
+"""`rev88 verify` / `rev88 report` argument handling through the real CLI: a file instead of an
+archive folder, a report folder inside the archive, ``--explain --json``, and help text that
+typer wraps cleanly at 80 columns."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from bundle.cli import app
+from tests.conftest import REPO_ROOT, linked_copy
+from verify.coverage import ATTESTATIONS
+
+EVIDENCE = REPO_ROOT / "evidence"
+H200 = EVIDENCE / "h200-20261130"
+
+
+def _files(root):
+    return sorted(p.relative_to(root) for p in root.rglob("*"))
+
+
+def test_verify_of_a_file_names_the_archive_folder_that_holds_it():
+    res = CliRunner().invoke(app, ["verify", str(H200 / "manifest.json")])
+    assert res.exit_code == 2, res.output
+    assert res.stdout == ""
+    assert res.stderr == (f"rev88: error: {H200 / 'manifest.json'} is a file, not an archive folder: pass the "
+                          f"archive folder that holds it (rev88 verify {H200})\n")
+
+
+@pytest.mark.parametrize("inside", [".", "figures", "qualify/figures", "link/figures"])
+def test_report_into_the_archive_is_refused_before_anything_is_written(tmp_path, inside):
+    archive = linked_copy(H200, tmp_path)
+    before = _files(archive)
+    (tmp_path / "link").symlink_to(archive)  # a path that reaches into the archive through a link
+    out = archive / inside if not inside.startswith("link") else tmp_path / inside
+    res = CliRunner().invoke(app, ["report", str(archive), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(f"rev88: error: --out {out} ")
+    assert f"the archive {archive}: the report would be written into the evidence" in res.stderr
+    assert _files(archive) == before  # no REPORT.md, no PNG, no folder
+
+
+def test_explain_json_is_the_attestation_registry():
+    res = CliRunner().invoke(app, ["verify", "--explain", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc == [{"layout": a.layout, "records": a.records, "field": a.field, "reason": a.reason}
+                   for a in ATTESTATIONS]
+    assert {e["layout"] for e in doc} == {"*", "run", "original"}
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+def test_help_prose_wraps_only_where_the_next_word_does_not_fit(command):
+    env = {k: v for k, v in os.environ.items() if k not in ("LINES",)}
+    env["COLUMNS"] = "80"
+    res = subprocess.run([sys.executable, "-m", "bundle.cli", command, "--help"], cwd=REPO_ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    prose = lines[[i for i, line in enumerate(lines) if "Usage:" in line][0] + 1:
+                  [i for i, line in enumerate(lines) if line.startswith("╭")][0]]
+    assert all(len(line) <= 80 for line in prose)
+    text_width = 78  # rich pads the help text by one column on each side
+    paragraphs, current = [], []
+    for line in prose:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(current)
+            current = []
+    assert len(paragraphs) == 2, prose
+    for paragraph in paragraphs:
+        for line, following in zip(paragraph, paragraph[1:], strict=False):
+            assert len(line) + 1 + len(following.split()[0]) > text_width, (line, following)
