@@ -51,10 +51,14 @@ EOF
     if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
         [ -s /etc/munge/munge.key ] || { mungekey --create 2>/dev/null || /usr/sbin/create-munge-key -f; }
         mkdir -p /run/munge && chown munge:munge /run/munge
-        runuser -u munge -- /usr/sbin/munged --pid-file="$REV88_SLURM_DIR/munged.pid" \
-            || /usr/sbin/munged --force --pid-file="$REV88_SLURM_DIR/munged.pid"
-        for _ in $(seq 1 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
-        SLURM_PIDS+=("$(cat "$REV88_SLURM_DIR/munged.pid")")
+        # The pid file goes where the munge user may write (/run/munge), not into the root-owned state dir.
+        local munge_pid=/run/munge/rev88-munged.pid
+        rm -f "$munge_pid"
+        runuser -u munge -- /usr/sbin/munged --pid-file="$munge_pid" \
+            || /usr/sbin/munged --force --pid-file="$munge_pid"
+        for _ in $(seq 1 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && [ -s "$munge_pid" ] && break; sleep 0.1; done
+        [ -s "$munge_pid" ] || { echo "munged did not start (no $munge_pid)" >&2; return 1; }
+        SLURM_PIDS+=("$(cat "$munge_pid")")
     fi
     /usr/sbin/slurmctld -f "$SLURM_CONF"
     for _ in $(seq 1 50); do [ -s "$REV88_SLURM_DIR/slurmctld.pid" ] && break; sleep 0.1; done

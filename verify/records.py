@@ -49,6 +49,23 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in evidence JSON")
 
 
+MAX_INT_DIGITS = 40
+"""Longest integer literal accepted (the largest figure the bundle writes, a byte count, has ~12 digits)."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is not a figure (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} overflows to infinity")
+    return value
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -104,7 +121,8 @@ def parse_json(data: bytes, where: str, *, max_depth: int | None = MAX_JSON_DEPT
         raise RecordError(f"record nests {depth} levels deep, more than the {max_depth} evidence JSON may "
                           f"({where}): this is not a record the bundle writes; restore the file", where)
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant, parse_int=_bounded_int,
+                          parse_float=_finite_float, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise RecordError(f"record is not UTF-8 text ({where}, byte {exc.start}): regenerate the file", where) from None
     except _DuplicateKey as exc:

@@ -88,3 +88,20 @@ def test_a_cpu_diagnostic_fails_once_per_cause_not_with_schema_noise(tmp_path):
     assert {r.check_id for r in rep.failures()} == {"compare.config.device", "consistency.environment.cuda_device"}
     folded = [r for r in rep if r.reason.startswith("not checked: ") and "--device cpu diagnostic" in r.reason]
     assert folded and all(r.subject.split("/")[0] in ("compare", "validate") for r in folded)
+
+
+@pytest.mark.parametrize(("literal", "message"), [(b"1e999", "the number 1e999 overflows to infinity"),
+                                                  (b"9" * 100_000, "an integer of 100000 digits is not a figure")])
+def test_an_overflowing_number_in_the_manifest_is_one_line(tmp_path, literal, message):
+    root = linked_copy(H200_ARCHIVE, tmp_path)
+    text = (root / "manifest.json").read_bytes()
+    size = b'"size_bytes": '
+    start = text.index(size) + len(size)
+    end = start + len(text[start:].split(b",")[0].split(b"}")[0])
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").write_bytes(text[:start] + literal + text[end:])
+    res = CliRunner().invoke(app, ["verify", str(root)])
+    assert res.exit_code == 1
+    fails = [line for line in res.output.splitlines() if line.startswith("  FAIL ")]
+    assert len(fails) == 1 and "manifest.json" in fails[0], res.output
+    assert message in " ".join(res.output.split()), res.output
