@@ -115,11 +115,9 @@ def cpu_diagnostic_phases(files: ArchiveFiles) -> set[str]:
         executions = files.json("environment.json.gz").get("executions") or []
     except Exception:  # noqa: BLE001 - a malformed environment record is reported by its own checks
         return set()
-    out: set[str] = set()
-    for ex in executions:
-        if isinstance(ex, dict) and ex.get("gpu") is None and ex.get("gpu_uuid") is None:
-            out.update(str(p) for p in ex.get("phases") or [] if p != "qualify")
-    return out
+    from verify.checks.run_consistency import diagnostic_phases  # noqa: PLC0415 - check modules load lazily, as in run_families
+
+    return {p for ex in executions for p in diagnostic_phases(ex)}
 
 
 def fold_cpu_diagnostics(files: ArchiveFiles, report: VerifyReport) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from typing import Any
 
 import numpy as np
 
@@ -106,6 +107,19 @@ def _device_records(f: ArchiveFiles) -> list[tuple[str, str, object, str]]:
     return out
 
 
+def diagnostic_phases(execution: Any) -> list[str]:
+    """The phases of one ``executions`` entry that ran without a CUDA device (a ``--device cpu`` diagnostic).
+
+    Qualification on the CPU is a protocol run and is never listed.
+
+    Returns:
+        Sorted phase names; empty for a GPU execution or a malformed entry.
+    """
+    if not isinstance(execution, dict) or execution.get("gpu") is not None or execution.get("gpu_uuid") is not None:
+        return []
+    return sorted({str(p) for p in execution.get("phases") or []} - {"qualify"})
+
+
 def check_environment(f: ArchiveFiles) -> list[CheckResult]:
     """The honest environment statement, and every record's device/software against an execution."""
     rel = "environment.json.gz"
@@ -120,8 +134,8 @@ def check_environment(f: ArchiveFiles) -> list[CheckResult]:
         out += run_host.check_execution_block(ex, f"{rel} executions.{i}")
         if isinstance(ex, dict):
             out += run_host.check_cpu_block(ex.get("cpu"), f"{rel} executions.{i}")
-        cuda_phases = sorted(set(ex.get("phases") or []) - {"qualify"}) if isinstance(ex, dict) else []
-        if cuda_phases and ex.get("gpu") is None and ex.get("gpu_uuid") is None:
+        cuda_phases = diagnostic_phases(ex)
+        if cuda_phases:
             # A run made without a CUDA device (`--device cpu`) is a diagnostic, not protocol evidence.
             out.append(failed("consistency.environment.cuda_device", f"{rel} executions.{i}",
                               f"phases {cuda_phases} ran without a CUDA device (a `--device cpu` diagnostic): "
