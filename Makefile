@@ -13,6 +13,8 @@ REPORT_DIR ?= report
 # reproduce: in Docker by default (one container of GPU_IMAGE per job); NATIVE=1 runs on this host.
 NATIVE     ?=
 PHASES     ?= validate,compare,qualify,energy,profile
+# reproduce --gpus: all | N | GPU-uuid,... (empty: no placement, the engine's default device)
+GPUS       ?=
 GPU_IMAGE    ?= rev88/gpu:local
 GPU_TEST_IMAGE ?= rev88/gpu-test:local
 VERIFY_IMAGE ?= rev88/verify:local
@@ -67,10 +69,10 @@ test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CU
 
 ifeq ($(NATIVE),1)
 reproduce: $(VENV)/.learner
-	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR)
+	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS))
 else
 reproduce: $(VENV)/.docker ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
-	$(BIN)/rev88 reproduce --engine docker --image $(GPU_IMAGE) --phases $(PHASES) --out $(RUN_DIR)
+	$(BIN)/rev88 reproduce --engine docker --image $(GPU_IMAGE) --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS))
 endif
 
 validate: $(VENV)/.learner ## runtime validation (CUDA replay, CPU self-test) into RUN_DIR

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bundle.boards import VISIBLE_ENV
 from bundle.errors import BundleError
 from bundle.jobs import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE, JobResult, JobSpec, _BoundedText, expand_argv
 
@@ -214,7 +215,11 @@ class DockerEngine:
             "network_mode": self.network,
             "detach": True,
         }
-        if spec.gpu:
+        placed = spec.env.get(VISIBLE_ENV)
+        if spec.gpu and placed:  # a job placed on boards gets exactly those (bundle.boards)
+            options["device_requests"] = [docker.types.DeviceRequest(device_ids=placed.split(","),
+                                                                     capabilities=[["gpu"]])]
+        elif spec.gpu:
             options["device_requests"] = [docker.types.DeviceRequest(count=self.gpu_count, capabilities=[["gpu"]])]
         if spec.cap_sys_admin:
             options["cap_add"] = ["SYS_ADMIN"]

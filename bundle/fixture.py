@@ -25,10 +25,118 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from bundle.errors import BundleError
+
+#: ``time.perf_counter()`` when this module was imported (the start of the fixture's own timeline).
+_IMPORTED_AT = time.perf_counter()
+TIMELINE_SCOPE = (
+    "Seconds since the interpreter started (Linux /proc/self/stat start time against /proc/uptime; null "
+    "elsewhere) at import of bundle.fixture, then seconds since that import at each step of this process. "
+    "Under ncu app-range replay each pass is a new process; the record keeps the last pass's timeline.")
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``), or ``None`` where that is unknown."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+        return round(uptime_s - int(fields[19]) / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError, KeyError):
+        return None
+
+
+class Timeline:
+    """Step stamps of one fixture process: ``mark(name)`` records seconds since the module's import.
+
+    ``as_record()`` gives ``{"scope", "process_age_at_import_s", "steps": [{"step", "at_s"}]}`` (s,
+    float, non-decreasing); :meth:`line` is the one-line form printed to stderr.
+    """
+
+    def __init__(self) -> None:
+        self.process_age_at_import_s = _process_age_s()
+        if self.process_age_at_import_s is not None:
+            self.process_age_at_import_s = round(self.process_age_at_import_s - (time.perf_counter() - _IMPORTED_AT), 3)
+        self.steps: list[dict[str, Any]] = []
+
+    def mark(self, step: str) -> None:
+        """Stamp *step* now."""
+        self.steps.append({"step": step, "at_s": round(time.perf_counter() - _IMPORTED_AT, 4)})
+
+    def as_record(self) -> dict[str, Any]:
+        """The record form (see the class docstring)."""
+        return {"scope": TIMELINE_SCOPE, "process_age_at_import_s": self.process_age_at_import_s,
+                "steps": list(self.steps)}
+
+    def line(self) -> str:
+        """``fixture timeline: start-age 1.23 s; torch_imported 2.10; …`` (one line)."""
+        steps = "; ".join(f"{s['step']} {s['at_s']:.3f}" for s in self.steps)
+        return f"fixture timeline (s): interpreter-to-import {self.process_age_at_import_s}; {steps}"
+
+
+def acquire_gpu_lock(timeline: Timeline) -> dict[str, Any] | None:
+    """Wait for the board's GPU lock (``$REV88_GPU_LOCK``) before this process touches CUDA.
+
+    A phase that starts several fixture processes for one board at once (profile, qualification
+    with a lock) gives them one lock file: each process imports torch and reads its inputs
+    (CPU only) while another holds the GPU, then holds the lock (``fcntl.flock``, exclusive)
+    from before CUDA initialisation until it exits, so no two of them ever use the GPU at
+    the same time. Without the variable nothing is locked.
+
+    Returns:
+        ``{"path", "waited_s", "acquired_at_s"}`` (s; ``acquired_at_s`` on the timeline), or
+        ``None`` without a lock.
+
+    Raises:
+        BundleError: the lock file cannot be opened or locked.
+    """
+    import fcntl  # noqa: PLC0415  (POSIX; the fixture runs on Linux)
+
+    from bundle.boards import LOCK_ENV  # noqa: PLC0415
+
+    path = os.environ.get(LOCK_ENV)
+    if not path:
+        return None
+    start = time.perf_counter()
+    try:
+        handle = open(path, "a+b")  # noqa: SIM115  (held open until the process exits)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    except OSError as exc:
+        raise BundleError(f"cannot take the GPU lock {path} ({exc.strerror}): check that the run folder is "
+                          "writable from the job") from None
+    _HELD_LOCKS.append(handle)
+    timeline.mark("gpu_lock_acquired")
+    return {"path": path, "waited_s": round(time.perf_counter() - start, 4),
+            "acquired_at_s": timeline.steps[-1]["at_s"]}
+
+
+_HELD_LOCKS: list[Any] = []
+
+
+def placement_record(hardware: dict[str, Any], gpu_lock: dict[str, Any] | None, *, cuda: bool) -> dict[str, Any]:
+    """What board this process was given (``$REV88_BOARD_UUID``, ``$CUDA_VISIBLE_DEVICES``) and found.
+
+    Returns:
+        ``{"given_board_uuid", "cuda_visible_devices", "board_uuid", "nvml_pci_bus_id", "gpu_lock"}``.
+
+    Raises:
+        BundleError: on CUDA, the board found is not the board given (the engine did not
+            place the job where the phase asked).
+    """
+    from bundle.boards import GIVEN_ENV, VISIBLE_ENV  # noqa: PLC0415
+
+    given = os.environ.get(GIVEN_ENV) or None
+    found = hardware.get("uuid") if cuda else None
+    if cuda and given is not None and found != given:
+        raise BundleError(f"this job was placed on board {given} but runs on {found}: the engine did not pass "
+                          f"{VISIBLE_ENV}; check the engine (docker: device_ids)")
+    return {"given_board_uuid": given, "cuda_visible_devices": os.environ.get(VISIBLE_ENV),
+            "board_uuid": found, "nvml_pci_bus_id": hardware.get("nvml_pci_bus_id") if cuda else None,
+            "gpu_lock": gpu_lock}
+
 
 WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
 INPUT_KEYS = ("train_images", "train_labels", "test_images")
@@ -291,14 +399,16 @@ def run_fixture(
             energy_config = json.loads(Path(energy_config_path).read_text())
         except (OSError, ValueError) as exc:
             raise BundleError(f"energy config {energy_config_path} is unreadable ({exc}): fix the file") from None
+    timeline = Timeline()
     arrays = load_inputs(Path(input_path))
     config = load_config(Path(config_path))
+    timeline.mark("inputs_loaded")
     # Everything below needs torch; the workspace setting is in place and CUDA is untouched.
     with WarningCapture() as captured:
         return _execute(
             arrays, config, Path(input_path), Path(config_path), Path(output_path), workspace=workspace,
             mode=mode, scope=scope, repeats=repeats, energy=energy, energy_config=energy_config, device=device,
-            captured=captured,
+            captured=captured, timeline=timeline,
         )
 
 
@@ -454,14 +564,17 @@ def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: s
 
 def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, config_path: Path,
              output_path: Path, *, workspace: str, mode: str, scope: str, repeats: int, energy: str,
-             energy_config: dict[str, Any], device: str, captured: WarningCapture | None = None) -> dict[str, Any]:
-    import time  # noqa: PLC0415
-
+             energy_config: dict[str, Any], device: str, captured: WarningCapture | None = None,
+             timeline: Timeline | None = None) -> dict[str, Any]:
     import torch  # noqa: PLC0415
 
     from bundle import archive, hostinfo, learner  # noqa: PLC0415
 
+    timeline = timeline if timeline is not None else Timeline()
+    timeline.mark("torch_imported")
+
     cuda = device == "cuda"
+    gpu_lock = acquire_gpu_lock(timeline) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
         raise BundleError(f"CUDA is not available to torch {torch.__version__}: the fixture needs a GPU")
@@ -477,11 +590,13 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
             raise BundleError(f"not a fresh process: {entry_allocated} B allocated / {entry_reserved} B "
                               "reserved before prepare; run the fixture in its own process")
         torch.cuda.reset_peak_memory_stats()
+        timeline.mark("cuda_initialised")
     check_workspace_unchanged(workspace)
     task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
     if cuda:
         torch.cuda.synchronize()
         after_prepare = torch.cuda.memory_allocated()
+    timeline.mark("task_prepared")
     check_workspace_unchanged(workspace)
     wall_start = time.perf_counter()
     if cuda:
@@ -495,6 +610,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         task.run()
         cuda_ms = None
     wall_ms = (time.perf_counter() - wall_start) * 1000.0
+    timeline.mark("first_invocation_done")
     if cuda:
         peak = torch.cuda.max_memory_allocated()
         memory = {
@@ -511,14 +627,19 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         inventory = buffer_inventory(task, torch.cuda.memory_allocated())
     reference = task.state_hashes()
     hardware = hostinfo.hardware_record(torch.cuda.current_device() if cuda else 0)
+    placement = placement_record(hardware, gpu_lock, cuda=cuda)
     software = hostinfo.software_record()
+    timeline.mark("reference_hashes_and_host_records")
     profile = _profile_range(task, torch, scope, repeats, workspace) if mode == "profile" else None
+    if profile is not None:
+        timeline.mark("profile_range_done")
     energy_record = None
     if energy != "none":
         check_workspace_unchanged(workspace)
         from bundle import energy_glue  # noqa: PLC0415
 
         energy_record = energy_glue.measure_in_fixture(task, energy, energy_config)
+        timeline.mark("energy_protocol_done")
     predictions, metadata = task.outputs()
     final = task.state_hashes()
     changed = [key for key in learner.STATE_HASH_KEYS if final.get(key) != reference.get(key)]
@@ -527,6 +648,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         raise BundleError(f"Fresh invocation changed {', '.join(changed)} relative to the same-process reference "
                           f"({output_path}): the task is not replay-deterministic; keep the record out of evidence")
     pred_path = archive.write_npy(predictions_path_for(output_path), predictions)
+    timeline.mark("outputs_checked_and_predictions_written")
     record = {
         "schema_version": SCHEMA_VERSION,
         "completed_at_utc": archive.utc_now(),
@@ -559,11 +681,14 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         "predictions_file_sha256": archive.file_sha256(pred_path),
         "test_labels_read": False,
         "warnings": captured.summary() if captured is not None else [],
+        "timeline": timeline.as_record(),
+        "placement": placement,
     }
     if output_path.name.endswith(".gz"):
         archive.write_json_gz(output_path, record)
     else:
         archive.write_json(output_path, record)
+    print(timeline.line(), file=sys.stderr, flush=True)
     return record
 
 

@@ -56,6 +56,7 @@ def run_families() -> tuple[tuple[str, Family], ...]:
         run_nvml,
         run_profile,
         run_qualify,
+        run_timing,
     )
 
     return (
@@ -67,6 +68,8 @@ def run_families() -> tuple[tuple[str, Family], ...]:
         ("run.profile", run_profile.check_profile_phase),
         ("run.nvml", run_nvml.check_nvml_logs),
         ("run.fields", run_fields.check_run_fields),
+        ("run.timing", run_timing.check_reproduce_timing),
+        ("run.placement", run_timing.check_placement),
     )
 
 

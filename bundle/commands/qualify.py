@@ -24,6 +24,11 @@ def register(app: typer.Typer) -> None:
         fresh_process: Annotated[bool | None, typer.Option(
             "--fresh-process/--in-process",
             help="run each draw in its own fixture process at :16:8 (default for --device cuda)")] = None,
+        jobs: Annotated[int, typer.Option("--jobs", help="draws trained at the same time (fresh processes; "
+                                          "records say which ran beside which)")] = 1,
+        boards: Annotated[str | None, typer.Option(
+            "--boards", help="board UUIDs to place the fresh-process draws on, comma-separated (draw i on "
+                             "board i mod B); set by rev88 reproduce --gpus")] = None,
     ) -> None:
         """Train each draw freshly, write its predictions and record, then score all draws."""
         from rich.console import Console  # noqa: PLC0415
@@ -43,10 +48,12 @@ def register(app: typer.Typer) -> None:
                               "(make qualify PHASE_ARGS=--force) or use another --out folder")
         runner = InProcessRunner(device)
         if fresh_process if fresh_process is not None else device == "cuda":
+            from bundle.boards import parse_board_list  # noqa: PLC0415
             from bundle.jobs import SubprocessEngine  # noqa: PLC0415
             from bundle.phases.fixture_runner import FreshProcessRunner  # noqa: PLC0415
 
-            runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / WORK_DIR / "qualify", device=device)
+            runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / WORK_DIR / "qualify", device=device,
+                                        boards=parse_board_list(boards))
         console = Console()
         with terminal_progress(console, TextColumn("qualify {task.description}"), BarColumn(),
                                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as progress:
@@ -58,7 +65,7 @@ def register(app: typer.Typer) -> None:
                     progress.advance(bar)
 
             result = run_qualification(out, device=device, raw_dir=raw_dir, draws=selected, runner=runner,
-                                       force=force, on_draw=on_draw)
+                                       force=force, on_draw=on_draw, jobs=jobs)
         accuracy = result["accuracy"]
         frozen = {row["draw"]: row for row in accuracy["frozen_comparison"]["rows"]}
         rows = []

@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
         account: Annotated[str | None, typer.Option("--account", help="Slurm account (--engine slurm)")] = None,
         slurm_python: Annotated[str | None, typer.Option(
             "--slurm-python", help="interpreter command on the nodes (--engine slurm; default: this one)")] = None,
+        gpus: Annotated[str | None, typer.Option(
+            "--gpus", help="boards to use: all | N (the first N) | GPU-uuid,… or NVML indices; jobs are placed "
+                           "one board each (default: no placement, the engine's default device)")] = None,
     ) -> None:
         """Run the selected phases in protocol order into OUT, then run the offline verifier on it."""
         from rich.console import Console  # noqa: PLC0415
@@ -82,10 +85,15 @@ def register(app: typer.Typer) -> None:
                 progress.update(task, line=line.strip()[:80])
 
             result = run_reproduce(run_dir, engine=job_engine, phases=selected, device=device, force=force,
-                                   on_phase=on_phase, on_line=on_line)
-        print_table(Console(), f"rev88 reproduce: {run_dir}", ("phase", "status", "duration s"),
-                    [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]],
+                                   on_phase=on_phase, on_line=on_line, gpus=gpus)
+        rows = [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]]
+        rows.append(("total", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",
+                     f"{result['total_s']:,.1f}"))
+        print_table(Console(), f"rev88 reproduce: {run_dir}", ("phase", "status", "duration s"), rows,
                     right_align_from=2)
+        if result["boards"]:
+            print("boards: " + ", ".join(f"{b['uuid']} ({b['pci_bus_id'] or 'bus id not discovered'})"
+                                         for b in result["boards"]))
         print(result["verdict"] or "(the verifier printed nothing)")
         if result["verify_exit_code"] != 0:
             raise typer.Exit(code=result["verify_exit_code"])

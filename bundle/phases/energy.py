@@ -74,7 +74,8 @@ def _check_recorded_trials(energy: Mapping[str, Any], where: str) -> list[dict[s
 
 def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, workspace: str, mode: str,
              settings: Mapping[str, Any], record_nvml: bool, device: str,
-             on_line: Callable[[str], None] | None, on_job: Callable[[str], None] | None) -> dict[str, Any]:
+             on_line: Callable[[str], None] | None, on_job: Callable[[str], None] | None,
+             placement: Mapping[str, str] | None = None) -> dict[str, Any]:
     output = stage.path.resolve() / f"{stem}.json.gz"
     if stage.has(f"{stem}.json.gz"):
         record = archive.read_json_gz(output)
@@ -87,6 +88,8 @@ def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, wor
     spec = fixture_job(f"{PHASE}/{stem}", engine=engine, npz=npz, config=cfg, output=output, workspace=workspace,
                        device=device, repeats=1, extra_args=("--energy", mode, "--energy-config", str(energy_cfg)))
     log = stage.path.resolve() / f"{stem}.nvml.jsonl"
+    if placement:
+        spec = dataclasses.replace(spec, env={**spec.env, **placement})
     if record_nvml:
         spec = dataclasses.replace(spec, env={**spec.env, RECORD_ENV: str(log)})
     record = run_fixture_job(engine, spec, output, on_line)
@@ -136,7 +139,8 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
                settle_seconds: float = 2.0, sample_interval_s: float = 0.05, record_nvml: bool = False,
                force: bool = False, device: str = "cuda", inputs: Mapping[str, np.ndarray] | None = None,
                config: Mapping[str, Any] | None = None, on_line: Callable[[str], None] | None = None,
-               on_job: Callable[[str], None] | None = None) -> dict[str, Any]:
+               on_job: Callable[[str], None] | None = None, board: Any | None = None,
+               prestart_next: bool = True) -> dict[str, Any]:
     """Run the energy protocol(s) into ``run_dir/energy/``.
 
     Args:
@@ -147,6 +151,12 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
             settings (see ``bundle.energy_glue.TRIAL_SETTINGS``).
         record_nvml: store every NVML reading of each job as ``<stem>.nvml.jsonl.gz``.
         inputs, config: instead of draw ``draw_index`` / the frozen config (tests).
+        board: the board the design runs on (``bundle.boards.Board``; ``None``: the engine's default).
+        prestart_next: start the next interleaved trial's process while a trial runs; it starts
+            the interpreter, imports torch and reads its inputs (CPU only), then waits for the
+            board's GPU lock, which the running trial holds from before CUDA initialisation until
+            it exits, so no two trials use the GPU at once. Recorded in the settings
+            (``next_trial_prestarted``) and in each trial's placement (lock wait).
 
     Returns:
         ``{"original": {...} | None, "interleaved": {...} | None}`` (the written summaries).
@@ -193,14 +203,30 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
             settings = {"rounds": rounds, "active_seconds": active_seconds, "idle_seconds": idle_seconds,
                         "settle_seconds": settle_seconds, "sample_interval_s": sample_interval_s,
                         "align_stamps": True, "counter_update_interval_s": en.COUNTER_UPDATE_INTERVAL_S}
-            records = []
+            if prestart_next:
+                settings["next_trial_prestarted"] = (
+                    "the next trial's process started while this one ran: interpreter, torch import and "
+                    "inputs (CPU only), then it waited for the board's GPU lock; no two trials used the GPU "
+                    "at once")
+            from bundle.boards import placement_env  # noqa: PLC0415
+            from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
+
+            placement = placement_env(board, str(gpu_lock_path(run.run_dir / archive.WORK_DIR / PHASE, board))
+                                      if prestart_next else None)
+            jobs = []
             for round_index, workspace in interleaved_order(rounds):
                 stem = trial_stem(round_index, workspace)
                 trial_settings = {"trial": round_index, "settle_seconds": settle_seconds, "idle_seconds": idle_seconds,
                                   "active_seconds": active_seconds, "sample_interval_s": sample_interval_s,
                                   "workspace_config": workspace}
-                rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings, **common)
-                records.append((round_index, workspace, stem, rec))
+
+                def job(round_index: int = round_index, workspace: str = workspace, stem: str = stem,
+                        trial_settings: dict[str, Any] = trial_settings) -> tuple:
+                    rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings,
+                                   placement=placement, **common)
+                    return round_index, workspace, stem, rec
+                jobs.append(job)
+            records = run_overlapped(jobs, 2 if prestart_next else 1)
             summary = _interleaved_summary(records, settings, stage.path, draw_index if from_draw else None)
             archive.write_json_gz(stage / "interleaved.json.gz", summary)
             result["interleaved"] = summary

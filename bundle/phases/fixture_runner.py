@@ -12,9 +12,10 @@ No torch here: the fixture process does the GPU work.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,31 @@ def run_fixture_job(engine: Engine, spec: JobSpec, output: Path,
     return archive.read_json_gz(output)
 
 
+def gpu_lock_path(workdir: Path, board: Any | None) -> Path:
+    """The GPU lock file of *board* (``None``: the engine's default device) under *workdir*."""
+    name = "default" if board is None else str(board.uuid)
+    return Path(workdir).resolve() / f"gpu-{name}.lock"
+
+
+def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int) -> list[Any]:
+    """Call *jobs* in order, at most *width* at a time (threads); results in the jobs' order.
+
+    Meant for fixture jobs that share a GPU lock (``bundle.boards.LOCK_ENV``): the next job's
+    process starts (interpreter, imports, inputs: CPU only) while the previous one holds the GPU,
+    and no two hold the GPU at once. With ``width == 1`` the jobs run one after another.
+
+    Raises:
+        The first exception of a job, after every started job has finished.
+    """
+    if width <= 1:
+        return [job() for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="fixture") as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [future.result() for future in futures]
+
+
 def load_predictions(record_path: Path, record: Mapping[str, Any]) -> np.ndarray:
     """The predictions file named by a fixture *record*, checked against its recorded sha.
 
@@ -183,11 +209,14 @@ class FreshProcessRunner:
         workspace: ``CUBLAS_WORKSPACE_CONFIG`` of every draw (default ``:16:8``).
         device: ``cuda`` (protocol) or ``cpu`` (diagnostic).
         on_line: receives the fixture's output lines.
+        boards: boards to place the draws on (draw i on board i mod B; ``bundle.boards``);
+            empty: the engine's default device.
     """
 
     def __init__(self, engine: Engine, workdir: Path, *, config: Mapping[str, Any] | None = None,
                  workspace: str = PREFERRED_WORKSPACE, device: str = "cuda",
-                 on_line: Callable[[str], None] | None = None) -> None:
+                 on_line: Callable[[str], None] | None = None, boards: Sequence[Any] = ()) -> None:
+        self.boards = list(boards)
         self.engine = engine
         self.workdir = Path(workdir).resolve()
         self.config = dict(config) if config is not None else None
@@ -218,6 +247,11 @@ class FreshProcessRunner:
         output = folder / f"{workspace_stem(self.workspace)}.json.gz"
         spec = fixture_job(f"qualify/draw-{draw_index:02d}", engine=self.engine, npz=npz, config=cfg,
                            output=output, workspace=self.workspace, device=self.device)
+        if self.boards:
+            from bundle.boards import placement_env  # noqa: PLC0415
+
+            board = self.boards[draw_index % len(self.boards)]
+            spec = dataclasses.replace(spec, env={**spec.env, **placement_env(board)})
         record = run_fixture_job(self.engine, spec, output, self.on_line)
         predictions = load_predictions(output, record)
         inventory = record.get("buffer_inventory") or {}
@@ -240,5 +274,7 @@ class FreshProcessRunner:
             "predictions_file_sha256": record["predictions_file_sha256"],
             "record_sha256": archive.file_sha256(output),
             "same_process_reference_hashes_matched": record["same_process_reference_hashes_matched"],
+            "placement": record.get("placement"),
+            "timeline": record.get("timeline"),
         }}
         return predictions, record["metadata"], extra

@@ -26,7 +26,7 @@ import gzip
 import hashlib
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,12 +210,14 @@ def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counte
         "same_process_reference_hashes_matched": fixture.get("same_process_reference_hashes_matched"),
         "metadata_state_hashes": {k: (fixture.get("metadata") or {}).get(k)
                                   for k in ("final_parameter_sha256", "state_vector_sha256", "predictions_sha256")},
+        "placement": fixture.get("placement"),
+        "timeline": fixture.get("timeline"),
     }
 
 
 def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, ncu_path: str, workdir: Path,
                  inputs: tuple[Path, Path], on_line: Callable[[str], None] | None = None,
-                 keep_report: bool = True) -> dict[str, Any]:
+                 keep_report: bool = True, placement: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run one ``ncu`` profile of the fixture, check it, store its files and its record.
 
     With ``keep_report=False`` the ``.ncu-rep`` is still cross-checked against the CSV, and its
@@ -224,7 +226,8 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     reports such a file as unavailable, never as passed.
 
     The run's record (``<name>.json.gz``) is written last, so its presence means the run is
-    complete (a resumed phase skips it).
+    complete (a resumed phase skips it). *placement* (``bundle.boards.placement_env``) puts the
+    job on a board and/or behind the board's GPU lock; the record keeps the fixture's placement.
 
     Raises:
         BundleError: ncu failure (missing permission, non-zero status), not one range,
@@ -238,7 +241,8 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
         stale.unlink(missing_ok=True)
     target = counters.fixture_argv(str(inputs[0]), str(inputs[1]), str(fixture_out), run.scope)
     spec = JobSpec(name=f"{PHASE}/{run.name}", argv=counters.profile_argv(ncu_path, str(export_base), target),
-                   env={WORKSPACE_ENV: run.workspace_config, **engine_env(engine)}, workdir=workdir, timeout_s=PROFILE_TIMEOUT_S,
+                   env={WORKSPACE_ENV: run.workspace_config, **engine_env(engine), **(placement or {})},
+                   workdir=workdir, timeout_s=PROFILE_TIMEOUT_S,
                    gpu=True, cap_sys_admin=True)
     result = engine.run(spec, on_line=on_line)
     output = result.stdout + "\n" + result.stderr
@@ -305,6 +309,8 @@ def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]
             "runs": [], "repeats": []})
         rec = records[run.name]
         entry["runs"].append(run.name)
+        entry.setdefault("board_of_repeat", []).append(((rec.get("fixture") or {}).get("placement") or {})
+                                                         .get("board_uuid"))
         entry["repeats"].append({k: rec[k] for k in counters.normalise_counters(rec["metric_rows"], run.sequences)})
     for entry in out.values():
         entry.update(counters.summarise_repeats(entry["repeats"]))
@@ -314,7 +320,8 @@ def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]
 def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEATS, ncu: str | None = None,
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
-                on_line: Callable[[str], None] | None = None, keep_reports: str = "first") -> dict[str, Any]:
+                on_line: Callable[[str], None] | None = None, keep_reports: str = "first",
+                boards: Sequence[Any] = (), overlap: int = 2) -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
     Args:
@@ -331,6 +338,11 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         on_line: receives each output line of each job.
         keep_reports: ``"first"`` stores the ``.ncu-rep`` of repeat 0 of each profile (every
             report is still cross-checked and hashed), ``"all"`` stores every report.
+        boards: boards to spread the runs over (run k on board k mod B; ``bundle.boards``);
+            empty: the engine's default device, as one board.
+        overlap: ncu runs started at once per board (>= 1). Their fixture processes share the
+            board's GPU lock, so only one of them uses the GPU at a time; the others start ncu,
+            the interpreter and torch meanwhile (CPU only).
 
     Returns:
         The ``profiles.json.gz`` record.
@@ -354,16 +366,37 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                                            on_line=on_line)
         records: dict[str, dict[str, Any]] = {}
         resumed: list[str] = []
+        from bundle.boards import placement_env  # noqa: PLC0415
+        from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
+
+        places = list(boards) or [None]
+        per_board: dict[int, list[Callable[[], Any]]] = {b: [] for b in range(len(places))}
+        pending: list[ProfileRun] = []
         for index, run in enumerate(runs):
-            if on_run is not None:
-                on_run(run, index, len(runs))
             if stage.has(f"{run.name}.json.gz"):
                 records[run.name] = archive.read_json_gz(stage / f"{run.name}.json.gz")
                 resumed.append(run.name)
+                if on_run is not None:
+                    on_run(run, index, len(runs))
                 continue
-            records[run.name] = profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
-                                             inputs=inputs, on_line=on_line,
-                                             keep_report=keep_reports == "all" or run.repeat_index == 0)
+            pending.append(run)
+        for k, run in enumerate(pending):
+            board = places[k % len(places)]
+            env = placement_env(board, str(gpu_lock_path(workdir, board)))
+
+            def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
+                if on_run is not None:
+                    on_run(run, runs.index(run), len(runs))
+                return run.name, profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
+                                              inputs=inputs, on_line=on_line, placement=env,
+                                              keep_report=keep_reports == "all" or run.repeat_index == 0)
+            per_board[k % len(places)].append(job)
+        if len(places) == 1:
+            done = run_overlapped(per_board[0], max(1, overlap))
+        else:
+            lanes = [lambda jobs=jobs: run_overlapped(jobs, max(1, overlap)) for jobs in per_board.values()]
+            done = [item for lane in run_overlapped(lanes, len(lanes)) for item in lane]
+        records.update(dict(done))
         summary = {
             "schema_version": archive.SCHEMA_VERSION,
             "draw": DRAW_INDEX,
@@ -379,6 +412,13 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "device_attributes": records[runs[0].name]["profile_device_attributes"],
             "l2_cache_size_bytes": records[runs[0].name]["l2_cache_size_bytes"],
             "profiles": summarise_profiles(runs, records),
+            "placement": {"boards": [b.record() if b is not None else None for b in places],
+                          "ncu_runs_started_at_once_per_board": max(1, overlap),
+                          "gpu_lock": "each run's fixture processes take the board's GPU lock before CUDA "
+                                      "initialisation and hold it until they exit",
+                          "board_of_run": {name: (rec.get("fixture") or {}).get("placement", {}) and
+                                           (rec["fixture"]["placement"] or {}).get("board_uuid")
+                                           for name, rec in records.items()}},
             "phase_wall_s": time.monotonic() - started,
             "phase_wall_s_covers": "this invocation of the phase (runs resumed from an earlier one are not re-timed)",
             "completed_at_utc": archive.utc_now(),

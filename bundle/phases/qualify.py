@@ -249,10 +249,16 @@ def score_predictions(stage_dir: Path, draws: Sequence[int], raw_dir: Path | Non
     }
 
 
+def overlaps(spans: Mapping[int, tuple[float, float]]) -> dict[int, list[int]]:
+    """For each draw, the draws whose (start, end) span overlaps its own (s, one clock)."""
+    return {i: sorted(j for j, (s2, e2) in spans.items() if j != i and s2 < e1 and s1 < e2)
+            for i, (s1, e1) in spans.items()}
+
+
 def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | None = None,
                       draws: Iterable[int] = range(DRAW_COUNT), runner: Runner | None = None,
                       force: bool = False, resize: str = "exact",
-                      on_draw: Callable[[int, str], None] | None = None) -> dict[str, Any]:
+                      on_draw: Callable[[int, str], None] | None = None, jobs: int = 1) -> dict[str, Any]:
     """Train every selected draw (skipping staged ones), then score; complete ``run_dir/qualify``.
 
     Args:
@@ -265,6 +271,10 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
         force: replace an already completed qualify phase.
         resize: :data:`bundle.data.RESIZE_METHODS` entry for the images.
         on_draw: progress callback ``(draw_index, status)`` with status ``"start"``, ``"done"`` or ``"resumed"``.
+        jobs: draws trained at the same time (threads calling *runner*; meant for a fresh-process
+            runner, whose processes may share a board). Each record's ``concurrency`` says which
+            draws ran beside it (``ran_alone``); memory figures and predictions are per process,
+            timing figures of a draw that did not run alone are not alone-timings.
 
     Returns:
         ``{"records": {draw: record}, "accuracy": accuracy record, "all_predictions_equal_frozen": bool}``.
@@ -273,29 +283,62 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
         BundleError: bad inputs, a runner failure (finished draws stay staged), missing evidence.
     """
     draws = sorted(draws)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise BundleError(f"--jobs must be a positive integer (got {jobs!r})")
     runner = runner if runner is not None else InProcessRunner(device)
     runner_name = "in-process" if isinstance(runner, InProcessRunner) else type(runner).__name__
     run = RunArchive(run_dir)
     records: dict[int, dict[str, Any]] = {}
     with run.phase(PHASE, force=force) as stage:
+        todo = []
         for i in draws:
             name = f"draw-{i:02d}.json.gz"
             if stage.has(name) and stage.has(f"draw-{i:02d}.predictions.npy"):
                 records[i] = archive.read_json_gz(stage / name)
                 on_draw and on_draw(i, "resumed")
-                continue
+            else:
+                todo.append(i)
+        origin = time.perf_counter()
+        spans: dict[int, tuple[float, float]] = {}
+
+        def train(i: int) -> tuple[Any, Any, tuple[np.ndarray, dict, dict]]:
             on_draw and on_draw(i, "start")
             draw = load_draw(i, raw_dir, resize=resize)
             started = time.perf_counter()
-            predictions, metadata, extra = runner(i, draw.learner_inputs())
-            seconds = time.perf_counter() - started
+            out = runner(i, draw.learner_inputs())
+            spans[i] = (started - origin, time.perf_counter() - origin)
+            return draw, started, out
+
+        def store(i: int, draw: Any, out: tuple[np.ndarray, dict, dict], peers: list[int]) -> None:
+            predictions, metadata, extra = out
             predictions = np.ascontiguousarray(predictions, dtype=np.int64)
             if array_sha256(predictions) != metadata["predictions_sha256"]:
                 raise BundleError(f"draw {i}: predictions do not match the runner's predictions_sha256: report a bug")
             npy = archive.write_npy(stage / f"draw-{i:02d}.predictions.npy", predictions)
-            records[i] = draw_record(draw, metadata, extra, npy, runner_name, seconds)
-            archive.write_json_gz(stage / name, records[i])
+            start, end = spans[i]
+            records[i] = draw_record(draw, metadata, extra, npy, runner_name, end - start)
+            records[i]["concurrency"] = {
+                "jobs": jobs, "started_s": round(start, 3), "finished_s": round(end, 3),
+                "overlapping_draws": peers, "ran_alone": not peers,
+                "scope": "seconds since this qualification invocation began training; draws whose runner "
+                         "calls overlapped this one's (they may have shared the GPU)"}
+            archive.write_json_gz(stage / f"draw-{i:02d}.json.gz", records[i])
             on_draw and on_draw(i, "done")
+
+        if jobs == 1:
+            for i in todo:
+                draw, _, out = train(i)
+                store(i, draw, out, [])
+        else:
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="qualify") as pool:
+                futures = {i: pool.submit(train, i) for i in todo}
+                results = {i: f.result() for i, f in futures.items()}  # the first failure raises here
+            peers = overlaps(spans)
+            for i in todo:
+                draw, _, out = results[i]
+                store(i, draw, out, peers[i])
         accuracy = score_predictions(stage.path, draws, raw_dir)
         archive.write_json_gz(stage / "accuracy.json.gz", accuracy)
     _record_execution(run, records)

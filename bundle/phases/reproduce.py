@@ -20,6 +20,7 @@ Phase modules are imported lazily; this module never imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -122,22 +123,63 @@ def _check(result: Any, phase: str) -> None:
         )
 
 
+class PlacedEngine:
+    """An engine whose GPU jobs all run on one board (``bundle.boards.placement_env``).
+
+    Everything else (``kind``, ``image_reference``, …) is the wrapped engine's.
+    """
+
+    def __init__(self, engine: Engine, board: Any) -> None:
+        self._engine = engine
+        self.board = board
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def run(self, spec: JobSpec, *, on_line: Callable[[str], None] | None = None) -> Any:
+        """Run *spec* on the board (GPU jobs only; CPU jobs as given)."""
+        if spec.gpu:
+            from bundle.boards import placement_env  # noqa: PLC0415
+
+            spec = dataclasses.replace(spec, env={**spec.env, **placement_env(self.board)})
+        return self._engine.run(spec, on_line=on_line)
+
+
+#: Fresh draw processes a qualification runs at once (all 11: measured on one H200, 13.0 s against
+#: 20.1 s with 6 at once and about 90 s one after another; predictions and peaks unchanged).
+QUALIFY_JOBS = 11
+
+
 def run_phase(phase: str, run_dir: Path, *, engine: Engine, device: str, force: bool,
-              on_line: Callable[[str], None] | None) -> None:
-    """Run one phase through *engine* (phase functions of the other modules, imported lazily)."""
+              on_line: Callable[[str], None] | None, boards: Sequence[Any] = ()) -> None:
+    """Run one phase through *engine* (phase functions of the other modules, imported lazily).
+
+    *boards* (``bundle.boards.Board``) spread the phase's jobs: validate, compare and energy run on
+    the first board (one energy design per board is not built yet), qualification places draw i
+    on board i mod B, profile spreads its ncu runs over the boards. Empty: the engine's default
+    device, as before ``--gpus``.
+    """
+    first = PlacedEngine(engine, boards[0]) if boards else engine
     if phase == "validate":
         from bundle.phases.validate import run_validate  # noqa: PLC0415
 
-        run_validate(run_dir, engine=engine, force=force, device=device, on_line=on_line)
+        run_validate(run_dir, engine=first, force=force, device=device, on_line=on_line)
     elif phase == "compare":
         from bundle.phases.compare import run_compare  # noqa: PLC0415
 
-        run_compare(run_dir, engine=engine, force=force, device=device, on_line=on_line)
+        run_compare(run_dir, engine=first, force=force, device=device, on_line=on_line)
     elif phase == "qualify":
-        # Qualification trains in one process (the phase's in-process runner); as a job it runs
-        # natively or in one container like every other job.
+        # The qualification job starts one fresh fixture process per draw (QUALIFY_JOBS at once); as
+        # a job it runs natively or in one container like every other job.
         argv = ("{python}", "-m", "bundle.cli", "qualify", "--device", device, "--out", str(run_dir))
+        if device == "cuda":
+            argv += ("--jobs", str(QUALIFY_JOBS))
         env = {"CUBLAS_WORKSPACE_CONFIG": QUALIFY_WORKSPACE, "REV88_ENGINE": str(getattr(engine, "kind", "native"))}
+        if boards:
+            from bundle.boards import VISIBLE_ENV  # noqa: PLC0415
+
+            argv += ("--boards", ",".join(b.uuid for b in boards))
+            env[VISIBLE_ENV] = ",".join(b.uuid for b in boards)
         if getattr(engine, "image_reference", None):
             env["REV88_IMAGE_REFERENCE"] = str(engine.image_reference)
         spec = JobSpec(name="qualify", argv=argv + (("--force",) if force else ()), env=env, workdir=run_dir,
@@ -146,11 +188,12 @@ def run_phase(phase: str, run_dir: Path, *, engine: Engine, device: str, force: 
     elif phase == "energy":
         from bundle.phases.energy import run_energy  # noqa: PLC0415
 
-        run_energy(run_dir, engine=engine, force=force, device=device, on_line=on_line)
+        run_energy(run_dir, engine=engine, force=force, device=device, on_line=on_line,
+                   board=boards[0] if boards else None)
     elif phase == "profile":
         from bundle.phases.profile import run_profile  # noqa: PLC0415
 
-        run_profile(run_dir, engine=engine, force=force, on_line=on_line)
+        run_profile(run_dir, engine=engine, force=force, on_line=on_line, boards=boards)
     else:
         raise BundleError(f"unknown phase {phase!r}: use one of {','.join(PHASES)}")
 
@@ -196,10 +239,37 @@ def run_verifier(run_dir: Path, *, on_line: Callable[[str], None] | None = None)
     return proc.wait(), summary or last
 
 
+def resolve_boards(gpus: str | None, *, engine: Engine, device: str) -> list[Any]:
+    """The boards of ``--gpus`` (``None``: no placement, the engine's default device).
+
+    Raises:
+        BundleError: ``--gpus`` with the slurm engine (Slurm places jobs itself), or a bad spec
+            (``bundle.boards.select``).
+    """
+    if gpus is None:
+        return []
+    from bundle import boards  # noqa: PLC0415
+
+    if getattr(engine, "kind", "native") == "slurm":
+        raise BundleError("--gpus is not used with --engine slurm: Slurm places each job on a GPU (--gres); drop it")
+    available = boards.discover() if device == "cuda" else None
+    return boards.select(gpus, available)
+
+
+def record_invocation(run_dir: Path, invocation: dict[str, Any]) -> None:
+    """Append one ``rev88 reproduce`` invocation (phases, stamps, durations) to ``environment.json.gz``."""
+    path = run_dir / archive.ENVIRONMENT_NAME
+    record = (archive.read_json_gz(path) if path.exists()
+              else {"schema_version": archive.SCHEMA_VERSION, "run_id": run_dir.name, "executions": []})
+    record.setdefault("reproduce_invocations", []).append(invocation)
+    archive.write_json_gz(path, record)
+    archive.RunArchive(run_dir).write_manifest()
+
+
 def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Sequence[str] = PHASES,
                   device: str = "cuda", force: bool = False,
                   on_phase: Callable[[str, str], None] | None = None,
-                  on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  on_line: Callable[[str], None] | None = None, gpus: str | None = None) -> dict[str, Any]:
     """Run *phases* (protocol order) into *run_dir* through *engine*, then verify the archive.
 
     Args:
@@ -210,6 +280,7 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
         force: rerun phases that are already complete.
         on_phase: called ``(phase, "start" | "skip" | "done")``.
         on_line: receives each output line of each job and of the verifier.
+        gpus: ``--gpus`` (``all``, ``N``, ``ID,ID``; ``bundle.boards``), ``None`` for no placement.
 
     Returns:
         ``{"run_dir", "engine", "image_reference", "probe", "phases": [{"phase", "status",
@@ -227,23 +298,35 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     preflight.needs_for(phases, device)  # a GPU-only phase with --device cpu: refused before the folder exists
     run = archive.RunArchive(run_dir)
     to_run = [p for p in phases if force or not run.is_complete(p)]
+    boards = resolve_boards(gpus, engine=engine, device=device)
+    invocation_start, invocation_started_at = time.perf_counter(), archive.utc_now()
     with preflight.run_folder(run_dir):
         probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
     done: list[dict[str, Any]] = []
     for phase in phases:
         if run.is_complete(phase) and not force:
-            done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0})
+            done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
+                         "started_at_utc": None, "finished_at_utc": None})
             if on_phase:
                 on_phase(phase, "skip")
             continue
         if on_phase:
             on_phase(phase, "start")
-        started = time.perf_counter()
-        run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line)
-        done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3)})
+        started, started_at = time.perf_counter(), archive.utc_now()
+        run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
+        done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
+                     "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
         record_missing_executions(run_dir, [phase], engine, probed)
         if on_phase:
             on_phase(phase, "done")
+    record_invocation(run_dir, {
+        "command": list(sys.argv) if sys.argv and sys.argv[0].endswith(("rev88", "cli.py", "__main__.py"))
+        else ["rev88", "reproduce"],
+        "engine": str(getattr(engine, "kind", "native")), "device": device, "gpus": gpus,
+        "boards": [b.record() for b in boards], "started_at_utc": invocation_started_at,
+        "finished_at_utc": archive.utc_now(), "total_s": round(time.perf_counter() - invocation_start, 3),
+        "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
+        "phases": done})
     code, verdict = run_verifier(run_dir, on_line=on_line)
     return {
         "run_dir": str(run_dir),
@@ -251,6 +334,8 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
         "image_reference": getattr(engine, "image_reference", None),
         "probe": probed,
         "phases": done,
+        "boards": [b.record() for b in boards],
+        "total_s": round(sum(p["duration_s"] for p in done), 3),
         "verify_exit_code": code,
         "verdict": verdict,
     }

@@ -446,7 +446,12 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                       "memory_scope": get(fx, "memory.scope", str, rel)},
                                      {"runner": "FreshProcessRunner", "fresh_process": True,
                                       "environment_was_set_externally": True, "device": None, "software": None,
-                                      "hardware": None, "workspace_config": None,
+                                      "hardware": None,
+                                      # the orchestrating process's own setting: none, or the draws' (reproduce
+                                      # sets :16:8 on the qualification job since 2026-12-01)
+                                      "workspace_config": (rec.get("workspace_config")
+                                                           if rec.get("workspace_config") == fx.get("cublas_workspace_config")
+                                                           else None),
                                       "predictions_file_sha256": stored_sha(f, f"qualify/{get_str(rec, 'predictions_file', rel)}"),
                                       "same_process_reference_hashes_matched": list(STATE_KEYS),
                                       "unique_named_storage_bytes": get_int(_frozen_inventory(), "unique_named_storage_bytes",
@@ -654,7 +659,9 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
                               "profile": fx.get("profile"),
                               "same_process_reference_hashes_matched": fx.get("same_process_reference_hashes_matched"),
                               "metadata_state_hashes": {k: fmd.get(k) for k in get_dict(rec, "fixture.metadata_state_hashes",
-                                                                                         rel)}},
+                                                                                         rel)},
+                              # placement and timeline: copied since the runs of 2026-12-01 (absent before)
+                              **{k: fx.get(k) for k in ("placement", "timeline") if k in get_dict(rec, "fixture", rel)}},
                              what="the run's copy of its fixture record's facts")]
             v.append(_runtime_cross_check(rec, csv, rel))
             return v

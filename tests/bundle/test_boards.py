@@ -1,0 +1,93 @@
+"""Board selection and per-board placement (bundle.boards), on CPU with fake board ids.
+
+The fake ids are what each job is *given*; the fixture records them, so these tests read the
+placement back from real fixture processes (CPU diagnostic) and real qualification records.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from bundle import boards
+from bundle.errors import BundleError
+from bundle.jobs import SubprocessEngine
+
+HOST = [boards.Board(0, "GPU-aaaa-0000", "00000000:19:00.0", "NVIDIA H200"),
+        boards.Board(1, "GPU-bbbb-1111", "00000000:3B:00.0", "NVIDIA H200"),
+        boards.Board(2, "GPU-cccc-2222", "00000000:4C:00.0", "NVIDIA H200")]
+
+
+def test_select_all_count_and_ids() -> None:
+    assert boards.select("all", HOST) == HOST
+    assert boards.select("2", HOST) == HOST[:2]
+    assert boards.select("2,0", HOST) == [HOST[2], HOST[0]]
+    assert boards.select("GPU-bbbb-1111", HOST) == [HOST[1]]
+    assert boards.select("GPU-fake-a,GPU-fake-b", None) == [boards.Board(None, "GPU-fake-a"),
+                                                            boards.Board(None, "GPU-fake-b")]
+
+
+@pytest.mark.parametrize(("spec", "available", "needle"), [
+    ("", HOST, "empty"), ("4", HOST, "has 3 board"), ("0", HOST, "has 3 board"), ("1,1", HOST, "twice"),
+    ("GPU-dddd", HOST, "no board GPU-dddd"), ("bus0", HOST, "neither"), ("all", None, "none can be listed"),
+    ("0", None, "needs the host's boards"), ("all", [], "lists no GPU board"),
+])
+def test_select_refuses_in_one_line(spec: str, available: list | None, needle: str) -> None:
+    with pytest.raises(BundleError, match=needle) as info:
+        boards.select(spec, available)
+    assert "\n" not in str(info.value)
+
+
+def test_placement_env() -> None:
+    assert boards.placement_env(None) == {}
+    assert boards.placement_env(HOST[1], "/r/.work/gpu.lock") == {
+        "CUDA_VISIBLE_DEVICES": "GPU-bbbb-1111", "REV88_BOARD_UUID": "GPU-bbbb-1111", "REV88_GPU_LOCK": "/r/.work/gpu.lock"}
+
+
+def test_qualification_places_draw_i_on_board_i_mod_b(tmp_path: Path) -> None:
+    """Four draws, two fake boards, two at once: each fixture process records the board it was given."""
+    from bundle.phases.fixture_runner import FreshProcessRunner
+    from bundle.phases.qualify import run_qualification
+
+    fake = [boards.Board(None, "GPU-fake-a"), boards.Board(None, "GPU-fake-b")]
+    runner = FreshProcessRunner(SubprocessEngine(), tmp_path / "work", device="cpu", boards=fake)
+    result = run_qualification(tmp_path / "run", device="cpu", draws=[0, 1, 2, 3], runner=runner, jobs=2)
+    for draw, record in result["records"].items():
+        placement = record["fixture"]["placement"]
+        want = fake[draw % 2].uuid
+        assert placement["given_board_uuid"] == want and placement["cuda_visible_devices"] == want
+        assert placement["board_uuid"] is None  # CPU: no board is found, only the given one recorded
+        assert record["concurrency"]["jobs"] == 2
+        assert record["concurrency"]["ran_alone"] is (not record["concurrency"]["overlapping_draws"])
+    stored = json.loads(gzip.decompress((tmp_path / "run/qualify/draw-03.json.gz").read_bytes()))
+    assert stored["fixture"]["placement"]["given_board_uuid"] == "GPU-fake-b"
+    # with two at once, some pair of draws overlapped in time
+    assert any(r["concurrency"]["overlapping_draws"] for r in result["records"].values())
+
+
+def test_overlaps_from_spans() -> None:
+    from bundle.phases.qualify import overlaps
+
+    assert overlaps({0: (0.0, 2.0), 1: (1.0, 3.0), 2: (3.0, 4.0)}) == {0: [1], 1: [0], 2: []}
+
+
+def test_gpu_lock_serialises_processes(tmp_path: Path) -> None:
+    """Two processes with one REV88_GPU_LOCK: the second acquires only after the first has exited."""
+    import subprocess
+    import sys
+    import time
+
+    lock = tmp_path / "gpu.lock"
+    code = ("import sys, time; from bundle.fixture import Timeline, acquire_gpu_lock; t = Timeline(); "
+            "info = acquire_gpu_lock(t); print(time.time(), info['waited_s']); sys.stdout.flush(); time.sleep(1.0)")
+    env = {**__import__("os").environ, "REV88_GPU_LOCK": str(lock)}
+    first = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    second = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    out1, out2 = first.communicate(timeout=30), second.communicate(timeout=30)
+    t1, _ = map(float, out1[0].split())
+    t2, waited2 = map(float, out2[0].split())
+    assert t2 - t1 >= 0.9 and waited2 > 0.3

@@ -1,0 +1,71 @@
+"""Reproduce durations and per-board placement of the single-board H200 archive, and forgeries of both.
+
+Each forgery rewrites one record consistently (the manifest is rebuilt, so integrity passes) and
+must FAIL the named check; the untouched archive passes every one of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, forge_record, linked_copy
+from verify.registry import verify_archive
+
+ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201"
+CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
+          "placement.board", "qualify.concurrency")
+
+
+def _statuses(path: Path) -> dict[str, set[str]]:
+    report = verify_archive(path)
+    out: dict[str, set[str]] = {}
+    for r in report.results:
+        out.setdefault(r.check_id, set()).add(r.status.value)
+    return out
+
+
+def test_shipped_single_board_archive_passes_every_timing_and_placement_check() -> None:
+    statuses = _statuses(ARCHIVE)
+    for check in CHECKS:
+        assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
+
+
+def _phase(name: str):
+    def change(env: dict) -> None:
+        for inv in env["reproduce_invocations"]:
+            for p in inv["phases"]:
+                if p["phase"] == name and p["status"] == "ran":
+                    p["duration_s"] = p["duration_s"] / 2
+    return change
+
+
+def _total(env: dict) -> None:
+    env["reproduce_invocations"][0]["total_s"] = 1.0
+
+
+def _stamp(rec: dict) -> None:
+    rec["completed_at_utc"] = "2026-11-01T00:00:00+00:00"
+
+
+def _board(rec: dict) -> None:
+    rec["fixture"]["placement"]["board_uuid"] = "GPU-00000000-0000-0000-0000-000000000000"
+
+
+def _alone(rec: dict) -> None:
+    rec["concurrency"]["ran_alone"] = True
+    rec["concurrency"]["overlapping_draws"] = []
+
+
+@pytest.mark.parametrize(("rel", "change", "check"), [
+    ("environment.json.gz", _phase("energy"), "reproduce.timing.phase"),
+    ("environment.json.gz", _total, "reproduce.timing.total"),
+    ("qualify/accuracy.json.gz", _stamp, "reproduce.timing.record_stamps"),
+    ("qualify/draw-04.json.gz", _board, "placement.board"),
+    ("qualify/draw-07.json.gz", _alone, "qualify.concurrency"),
+])
+def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, rel, change)
+    assert "FAIL" in _statuses(root).get(check, set()), check
