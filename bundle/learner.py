@@ -224,6 +224,41 @@ def _host(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu").contiguous().numpy()
 
 
+def task_metadata(config: Mapping[str, Any], parameter_count: int, train_count: int, test_count: int,
+                  hashes: Mapping[str, str], preparation_seconds: float, run_count: int,
+                  validation: Any, timing_scope: str = TIMING_SCOPE) -> dict:
+    """One invocation's metadata in spec 3 key order (as the original fixture's ``metadata``).
+
+    Args:
+        config: the normalised config; parameter_count: 7,554 for the frozen config;
+        train_count, test_count: N and M; hashes: :data:`STATE_HASH_KEYS` → sha256 hex (``input_hashes``
+        a dict); preparation_seconds: s; run_count: invocations so far; validation: the built-in
+        validation record, or ``None`` where a learner has none; timing_scope: what a timed
+        invocation covers.
+    """
+    return {
+        "config": dict(config),
+        "parameter_count": int(parameter_count),
+        "train_count": train_count, "test_count": test_count,
+        "fresh_initialization_per_run": True, "checkpoint_loaded": False,
+        "normalization": "4*x-0.5 then append one zero coordinate",
+        "initialization": "branch normal(0,0.05/sqrt(41)); standard torch Linear head; seed-only",
+        "optimizer": "SGD momentum; zero initial velocity; gradient mean cross entropy",
+        "shuffle": "independent PCG64 permutation each epoch, seed-only",
+        "augmentation": "none",
+        **{k: hashes[k] for k in ("input_hashes", "epoch_permutation_sha256", "initial_parameter_sha256",
+                                  "final_parameter_sha256", "final_velocity_sha256", "state_vector_sha256",
+                                  "predictions_sha256", "scores_sha256")},
+        "preparation_seconds": preparation_seconds,
+        "run_count": run_count,
+        "validation": validation,
+        "reversible_core": True, "retained_core_states": 1,
+        "core_saved_bytes_per_example": FEATURES * 4,
+        "head_reversible": False, "input_lift_injective": True,
+        "timing_scope": timing_scope,
+    }
+
+
 class PreparedTask:
     """A prepared invocation (spec 2.7): resident inputs, orders, state and (CUDA) graphs.
 
@@ -410,32 +445,8 @@ class PreparedTask:
         if not np.isfinite(scores).all() or not all(torch.isfinite(p).all().item() for p in self.params):
             raise BundleError("Nonfinite scores or model state after training: the run diverged; check inputs/config")
         h = self.state_hashes()
-        metadata = {
-            "config": dict(self.config),
-            "parameter_count": sum(p.numel() for p in self.params),
-            "train_count": self.train_count, "test_count": self.test_count,
-            "fresh_initialization_per_run": True, "checkpoint_loaded": False,
-            "normalization": "4*x-0.5 then append one zero coordinate",
-            "initialization": "branch normal(0,0.05/sqrt(41)); standard torch Linear head; seed-only",
-            "optimizer": "SGD momentum; zero initial velocity; gradient mean cross entropy",
-            "shuffle": "independent PCG64 permutation each epoch, seed-only",
-            "augmentation": "none",
-            "input_hashes": h["input_hashes"],
-            "epoch_permutation_sha256": h["epoch_permutation_sha256"],
-            "initial_parameter_sha256": h["initial_parameter_sha256"],
-            "final_parameter_sha256": h["final_parameter_sha256"],
-            "final_velocity_sha256": h["final_velocity_sha256"],
-            "state_vector_sha256": h["state_vector_sha256"],
-            "predictions_sha256": h["predictions_sha256"],
-            "scores_sha256": h["scores_sha256"],
-            "preparation_seconds": self.preparation_seconds,
-            "run_count": self.run_count,
-            "validation": self.validation,
-            "reversible_core": True, "retained_core_states": 1,
-            "core_saved_bytes_per_example": FEATURES * 4,
-            "head_reversible": False, "input_lift_injective": True,
-            "timing_scope": TIMING_SCOPE,
-        }
+        metadata = task_metadata(self.config, sum(p.numel() for p in self.params), self.train_count,
+                                 self.test_count, h, self.preparation_seconds, self.run_count, self.validation)
         return predictions, metadata
 
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:

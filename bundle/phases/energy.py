@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,41 @@ def _check_recorded_trials(energy: Mapping[str, Any], where: str) -> list[dict[s
                                   "the record is inconsistent; rerun the phase")
         out.append(figures)
     return out
+
+
+def design_suffix(index: int) -> str:
+    """File-name suffix of board *index*'s design: ``""`` for the first board, ``"-b01"`` … after."""
+    return "" if index == 0 else f"-b{index:02d}"
+
+
+#: Figures whose between-board spread ``between-boards.json.gz`` gives.
+SPREAD_KEYS = ("idle_adjusted_mj_per_task", "cuda_ms_per_task")
+
+
+def between_boards(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The spread between per-board interleaved designs (one summary per board, first board first).
+
+    For each workspace config and each of :data:`SPREAD_KEYS`, the per-board means; for each
+    non-baseline config, the per-board ratios of idle-adjusted mJ/task to ``:4096:8``; each list
+    summarised with :func:`bundle.energy.summarise` (mean, sample SD, relative SD, 95 % t interval
+    over boards). Boards are compared only through these means and ratios, never trial by trial.
+
+    Raises:
+        BundleError: fewer than two designs, or two designs on one board.
+    """
+    uuids = [s["gpu"]["uuid"] for s in summaries]
+    if len(summaries) < 2 or len(set(uuids)) != len(uuids):
+        raise BundleError(f"a between-board spread needs designs on at least two distinct boards (got {uuids})")
+    means = {ws: {k: [s["summaries"][ws][k]["mean"] for s in summaries] for k in SPREAD_KEYS} for ws in WORKSPACES}
+    ratios = {ws: [s["ratios_vs_baseline"][ws]["idle_adjusted_mj_per_task"]["ratio"] for s in summaries]
+              for ws in WORKSPACES if ws != BASELINE}
+    return {"schema_version": archive.SCHEMA_VERSION, "completed_at_utc": archive.utc_now(),
+            "boards": [{"uuid": s["gpu"]["uuid"], "nvml_pci_bus_id": s["gpu"]["nvml_pci_bus_id"],
+                        "summary": f"interleaved{design_suffix(i)}.json.gz"} for i, s in enumerate(summaries)],
+            "per_board_means": means, "per_board_idle_adjusted_ratio_vs_baseline": ratios,
+            "spread_of_means": {ws: {k: en.summarise(v) for k, v in d.items()} for ws, d in means.items()},
+            "spread_of_ratios": {ws: en.summarise(v) for ws, v in ratios.items()},
+            "scope": "between-board spread of per-board design means and ratios; statistics over boards"}
 
 
 def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, workspace: str, mode: str,
@@ -140,7 +175,7 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
                force: bool = False, device: str = "cuda", inputs: Mapping[str, np.ndarray] | None = None,
                config: Mapping[str, Any] | None = None, on_line: Callable[[str], None] | None = None,
                on_job: Callable[[str], None] | None = None, board: Any | None = None,
-               prestart_next: bool = True) -> dict[str, Any]:
+               prestart_next: bool = True, boards: Sequence[Any] = ()) -> dict[str, Any]:
     """Run the energy protocol(s) into ``run_dir/energy/``.
 
     Args:
@@ -152,6 +187,10 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
         record_nvml: store every NVML reading of each job as ``<stem>.nvml.jsonl.gz``.
         inputs, config: instead of draw ``draw_index`` / the frozen config (tests).
         board: the board the design runs on (``bundle.boards.Board``; ``None``: the engine's default).
+        boards: several boards: one whole interleaved design per board, all at once
+            (``interleaved.json.gz`` for the first, ``interleaved-b01.json.gz`` … with trial stems
+            ending ``-b01`` … for the others) and ``between-boards.json.gz`` with the spread of the
+            per-board means and ratios (:func:`between_boards`). Overrides *board*.
         prestart_next: start the next interleaved trial's process while a trial runs; it starts
             the interpreter, imports torch and reads its inputs (CPU only), then waits for the
             board's GPU lock, which the running trial holds from before CUDA initialisation until
@@ -181,6 +220,7 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
     keep_existing = done.is_dir() and not any((done / PROTOCOL_FILES[p]).is_file() for p in wanted[protocol])
     result: dict[str, Any] = {"original": None, "interleaved": None}
     execution = None
+    further: list[Any] = []
     with run.phase(PHASE, force=force or keep_existing) as stage:
         if keep_existing:
             for path in done.iterdir():
@@ -211,28 +251,47 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
             from bundle.boards import placement_env  # noqa: PLC0415
             from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
 
-            placement = placement_env(board, str(gpu_lock_path(run.run_dir / archive.WORK_DIR / PHASE, board))
-                                      if prestart_next else None)
-            jobs = []
-            for round_index, workspace in interleaved_order(rounds):
-                stem = trial_stem(round_index, workspace)
-                trial_settings = {"trial": round_index, "settle_seconds": settle_seconds, "idle_seconds": idle_seconds,
-                                  "active_seconds": active_seconds, "sample_interval_s": sample_interval_s,
-                                  "workspace_config": workspace}
+            places = list(boards) if boards else [board]
+            if len(places) > 1:
+                settings["designs_at_once"] = (
+                    f"one whole design per board, all {len(places)} at the same time (each board has its own "
+                    "energy counter); no other phase ran on the host meanwhile")
 
-                def job(round_index: int = round_index, workspace: str = workspace, stem: str = stem,
-                        trial_settings: dict[str, Any] = trial_settings) -> tuple:
-                    rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings,
-                                   placement=placement, **common)
-                    return round_index, workspace, stem, rec
-                jobs.append(job)
-            records = run_overlapped(jobs, 2 if prestart_next else 1)
-            summary = _interleaved_summary(records, settings, stage.path, draw_index if from_draw else None)
-            archive.write_json_gz(stage / "interleaved.json.gz", summary)
-            result["interleaved"] = summary
-            execution = records[0][3].get("execution")
+            def design(b: int) -> tuple[list[tuple], dict[str, Any]]:
+                where = places[b]
+                lock = str(gpu_lock_path(run.run_dir / archive.WORK_DIR / PHASE, where)) if prestart_next else None
+                placement = placement_env(where, lock)
+                jobs = []
+                for round_index, workspace in interleaved_order(rounds):
+                    stem = trial_stem(round_index, workspace) + design_suffix(b)
+                    trial_settings = {"trial": round_index, "settle_seconds": settle_seconds,
+                                      "idle_seconds": idle_seconds, "active_seconds": active_seconds,
+                                      "sample_interval_s": sample_interval_s, "workspace_config": workspace}
+
+                    def job(round_index: int = round_index, workspace: str = workspace, stem: str = stem,
+                            trial_settings: dict[str, Any] = trial_settings) -> tuple:
+                        rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings,
+                                       placement=placement, **common)
+                        return round_index, workspace, stem, rec
+                    jobs.append(job)
+                records = run_overlapped(jobs, 2 if prestart_next else 1)
+                summary = _interleaved_summary(records, settings, stage.path, draw_index if from_draw else None)
+                archive.write_json_gz(stage / f"interleaved{design_suffix(b)}.json.gz", summary)
+                return records, summary
+
+            designs = run_overlapped([lambda b=b: design(b) for b in range(len(places))], len(places))
+            result["interleaved"] = designs[0][1]
+            if len(designs) > 1:
+                spread = between_boards([summary for _, summary in designs])
+                archive.write_json_gz(stage / "between-boards.json.gz", spread)
+                result["between_boards"] = spread
+            execution = designs[0][0][0][3].get("execution")
+            further = [records[0][3].get("execution") for records, _ in designs[1:]]
         if result["original"] is not None:
             archive.write_json_gz(stage / "original-summary.json.gz", result["original"])
     if execution:
         run.record_execution(PHASE, execution)
+    for other in further:  # the other boards' designs
+        if other:
+            run.record_execution(PHASE, other)
     return result

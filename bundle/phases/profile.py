@@ -424,9 +424,10 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "completed_at_utc": archive.utc_now(),
         }
         archive.write_json_gz(stage / "profiles.json.gz", summary)
-    first_fixture = archive.read_json_gz(run_archive.phase_dir(PHASE) / f"{runs[0].name}.fixture.json.gz")
-    if isinstance(first_fixture.get("execution"), dict):
-        run_archive.record_execution(PHASE, first_fixture["execution"])
+    for run in runs:  # one entry per board (record_execution merges equal ones)
+        fixture = archive.read_json_gz(run_archive.phase_dir(PHASE) / f"{run.name}.fixture.json.gz")
+        if isinstance(fixture.get("execution"), dict):
+            run_archive.record_execution(PHASE, fixture["execution"])
     if raw_dir is None:
         shutil.rmtree(workdir, ignore_errors=True)
     return summary

@@ -353,7 +353,10 @@ def _record_execution(run: RunArchive, records: Mapping[int, Mapping[str, Any]])
 
     first = next(iter(records.values()))
     if "fixture" in first and "execution" in first["fixture"]:
-        run.record_execution(PHASE, first["fixture"]["execution"])
+        # one entry per board the draws ran on (record_execution merges equal ones)
+        for record in records.values():
+            if isinstance((record.get("fixture") or {}).get("execution"), dict):
+                run.record_execution(PHASE, record["fixture"]["execution"])
         return
     # The draws ran in this process: its nvidia-ml-py is theirs (the draw records keep the original's four keys).
     software = {**(first.get("software") or {}), "nvidia_ml_py": hostinfo.software_record()["nvidia_ml_py"]}

@@ -154,9 +154,10 @@ def run_phase(phase: str, run_dir: Path, *, engine: Engine, device: str, force: 
               on_line: Callable[[str], None] | None, boards: Sequence[Any] = ()) -> None:
     """Run one phase through *engine* (phase functions of the other modules, imported lazily).
 
-    *boards* (``bundle.boards.Board``) spread the phase's jobs: validate, compare and energy run on
-    the first board (one energy design per board is not built yet), qualification places draw i
-    on board i mod B, profile spreads its ncu runs over the boards. Empty: the engine's default
+    *boards* (``bundle.boards.Board``) spread the phase's jobs: validate and compare run on the
+    first board, qualification places draw i on board i mod B, energy runs one whole interleaved
+    design per board (all at once), profile spreads its ncu runs over the boards. Energy records
+    every NVML reading (``--record-nvml``), so the verifier can cross-check the stamps. Empty: the engine's default
     device, as before ``--gpus``.
     """
     first = PlacedEngine(engine, boards[0]) if boards else engine
@@ -189,7 +190,7 @@ def run_phase(phase: str, run_dir: Path, *, engine: Engine, device: str, force: 
         from bundle.phases.energy import run_energy  # noqa: PLC0415
 
         run_energy(run_dir, engine=engine, force=force, device=device, on_line=on_line,
-                   board=boards[0] if boards else None)
+                   board=boards[0] if boards else None, boards=boards, record_nvml=True)
     elif phase == "profile":
         from bundle.phases.profile import run_profile  # noqa: PLC0415
 

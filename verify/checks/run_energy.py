@@ -25,7 +25,7 @@ from verify.checks import energy
 from verify.checks.run_common import compare_fields, json_record, stored_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed
+from verify.result import CheckResult, check_equal, check_true, failed, guarded
 
 IDLE_SLACK_S = 0.1
 """An idle window may be this much shorter than the requested idle time (the original's
@@ -87,9 +87,9 @@ def _figures(rec: dict, where: str) -> list[dict[str, Any]]:
     return [en.recompute_trial(t) for t in get_list(rec, "energy.trials", where)]
 
 
-def check_interleaved(f: ArchiveFiles) -> list[CheckResult]:
-    """``energy/interleaved.json.gz``: order, records, per-trial figures, summaries and ratios."""
-    rel = "energy/interleaved.json.gz"
+def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") -> list[CheckResult]:
+    """One design's summary (``energy/interleaved.json.gz``, or ``interleaved-bNN.json.gz`` of a
+    further board): order, records, per-trial figures, summaries and ratios."""
     summary = json_record(f, rel)
     if summary is None:
         return []
@@ -178,6 +178,37 @@ def check_original_summary(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
+def design_summaries(f: ArchiveFiles) -> list[str]:
+    """The per-board design summaries present: ``interleaved.json.gz`` then ``interleaved-b01.json.gz`` …"""
+    extra = sorted(rel for rel in f.content if rel.startswith("energy/interleaved-b") and rel.endswith(".json.gz"))
+    return (["energy/interleaved.json.gz"] if f.has("energy/interleaved.json.gz") else []) + extra
+
+
+def check_between_boards(f: ArchiveFiles) -> list[CheckResult]:
+    """``energy/between-boards.json.gz`` recomputed from the per-board summaries (``bundle.phases.energy
+    .between_boards``'s arithmetic); designs on distinct boards; absent with one design, required with more."""
+    rel = "energy/between-boards.json.gz"
+    designs = design_summaries(f)
+    spread = json_record(f, rel)
+    if spread is None:
+        if len(designs) > 1:
+            return [failed("energy.between_boards", rel, f"{len(designs)} per-board designs but no {rel}")]
+        return []
+    from bundle.phases.energy import between_boards  # noqa: PLC0415  (pure arithmetic; no torch)
+
+    def one() -> list[CheckResult]:
+        summaries = [json_record(f, d) or {} for d in designs]
+        want = between_boards(summaries)
+        keys = ("boards", "per_board_means", "per_board_idle_adjusted_ratio_vs_baseline", "spread_of_means",
+                "spread_of_ratios")
+        return [compare_fields("energy.between_boards", rel, {k: spread.get(k) for k in keys},
+                               {k: want[k] for k in keys}, what="between-board spread from the per-board designs")]
+    return guarded("energy.between_boards", rel, one)
+
+
 def check_energy_phase(f: ArchiveFiles) -> list[CheckResult]:
     """Family entry: the phase summaries (the records themselves are checked with the fixtures)."""
-    return check_interleaved(f) + check_original_summary(f)
+    out: list[CheckResult] = []
+    for rel in design_summaries(f):
+        out += check_interleaved(f, rel)
+    return out + check_between_boards(f) + check_original_summary(f)

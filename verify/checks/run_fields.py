@@ -580,9 +580,12 @@ def check_energy_fields(f: ArchiveFiles) -> list[CheckResult]:
             if get_str(settings, "mode", rel) == "original" and f.has(cfg_rel):
                 out.append(check_equal("energy.original.energy_config", cfg_rel, f.json(cfg_rel), {},
                                        what="the original-protocol job's --energy-config (the protocol's defaults)"))
-    inter = json_record(f, "energy/interleaved.json.gz")
-    if inter is not None:
-        w = "energy/interleaved.json.gz"
+    from verify.checks.run_energy import design_summaries  # noqa: PLC0415
+
+    for w in design_summaries(f):
+        inter = json_record(f, w)
+        if inter is None:
+            continue
         recs = [json_record(f, f"energy/{t.get('record')}") for t in get_list(inter, "trials", w)]
         first = next((r for r in recs if r), None)
         if first is not None:

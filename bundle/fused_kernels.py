@@ -1,0 +1,292 @@
+"""Triton kernels of the fused rev88 learner (``rev88-fused``); the host side is :mod:`bundle.fused_learner`.
+
+Two kernels:
+
+* :func:`train_kernel` — one program (one CTA) runs a whole invocation: reset from the initial
+  copy, then every update of every epoch (gather, lift, core forward, mean cross-entropy
+  gradient, head gradient, reversible backward through both coupling blocks with activations
+  rebuilt by subtraction as in ``bundle.learner.ReversibleCore``, momentum SGD), then writes
+  the final parameters and velocities in the flat layout below.
+* :func:`predict_kernel` — a grid over blocks of query rows: lift, core forward, head,
+  float32 logits and the first maximal class index (the tie rule of ``torch.argmax``).
+
+Layouts. ``params``/``velocity``/``initial`` are flat float32 (7554,) in the state-vector
+order of spec 3 (``weights.0`` … ``weights.3`` 41×41 row-major, ``head.weight`` 10×82,
+``head.bias`` 10). While it trains, the program keeps its state in a float32 ``work`` buffer
+(device memory that stays in the SM's L1/L2), padded so that no product needs a mask: per
+weight a 64×64 tile, the head a 16×128 tile (features 0…40 in columns 0…40, 41…81 in columns
+64…104), the bias 16, the same again for the velocities, then three staging tiles for
+products (two BLOCK_B×64, one BLOCK_B×16). Padded entries are zero and stay zero (their
+gradients are zero); logits of padded classes are −inf. ``predict_kernel`` reads the trained
+tiles from ``work`` and stages its products in ``scratch`` (one BLOCK_Q×64 tile per program).
+
+Products. Every matrix product (:func:`_mm`) reads both operands from memory in slices along
+the summed axis (``KF`` over features, ``KR`` over batch rows, compile-time constants chosen
+by the host) and accumulates ``tl.dot(a, b, acc, input_precision="ieee")`` in float32: IEEE
+float32 multiply-adds, no TF32 (the argument exists with this meaning from triton 3.1.0 on).
+Register-resident operands summed over all 64 or 128 terms at once made ptxas spill
+(measured offline for sm_90: 48 KB of stack per thread and 208 KB of shared memory); slices
+of 32 from memory do not. ``tl.debug_barrier()`` separates every store to a staging tile
+from the loads of other threads.
+
+With ``TRITON_INTERPRET=1`` in the environment before this module is imported, triton runs
+these same functions on CPU tensors with numpy (its interpreter; barriers are no-ops there).
+No ``from __future__ import annotations`` here: triton 3.1.0's interpreter reads the
+``tl.constexpr`` annotations as objects, not strings. The bytes of this file are what
+``bundle.fused_learner.kernel_source_sha256`` hashes.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mm(a_ptr, A_RS: tl.constexpr, A_CS: tl.constexpr, b_ptr, B_RS: tl.constexpr, B_CS: tl.constexpr,
+        M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, KC: tl.constexpr):
+    """(M, N) float32 = A·B, A[m, k] = a_ptr[m·A_RS + k·A_CS], B[k, n] = b_ptr[k·B_RS + n·B_CS], K in slices of KC."""
+    kc = tl.arange(0, KC)
+    a_ptrs = a_ptr + tl.arange(0, M)[:, None] * A_RS + kc[None, :] * A_CS
+    b_ptrs = b_ptr + kc[:, None] * B_RS + tl.arange(0, N)[None, :] * B_CS
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for k in range(0, K, KC):
+        acc = tl.dot(tl.load(a_ptrs + k * A_CS), tl.load(b_ptrs + k * B_RS), acc, input_precision="ieee")
+    return acc
+
+
+@triton.jit
+def _store_tile(ptr, x, R: tl.constexpr, W: tl.constexpr):
+    """Store the (R, W) tile x row-major at ptr, then a barrier (visible to the whole program)."""
+    r = tl.arange(0, R)
+    c = tl.arange(0, W)
+    tl.store(ptr + r[:, None] * W + c[None, :], x)
+    tl.debug_barrier()
+
+
+@triton.jit
+def _branch(h, w_ptr, s_ptr, alpha, R: tl.constexpr, P: tl.constexpr, KC: tl.constexpr):
+    """relu(h)·Wᵀ × alpha (spec 2.2 order: relu → linear → scale); h (R, P), W a (P, P) tile; s_ptr staging."""
+    _store_tile(s_ptr, tl.maximum(h, 0.0), R, P)
+    out = _mm(s_ptr, P, 1, w_ptr, 1, P, R, P, P, KC) * alpha
+    tl.debug_barrier()
+    return out
+
+
+@triton.jit
+def _head(h_ptr, l_ptr, r_ptr, R: tl.constexpr, P: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
+          NCLS: tl.constexpr):
+    """Logits (R, C) = L·HLᵀ + R·HRᵀ + bias from staged halves; padded classes −inf. h_ptr: head tile, bias after."""
+    cls = tl.arange(0, C)
+    z = _mm(l_ptr, P, 1, h_ptr, 1, 2 * P, R, C, P, KC)
+    z = z + _mm(r_ptr, P, 1, h_ptr + P, 1, 2 * P, R, C, P, KC)
+    z = z + tl.load(h_ptr + C * 2 * P + cls)[None, :]
+    return tl.where(cls[None, :] < NCLS, z, float("-inf"))
+
+
+@triton.jit
+def _lifted(raw_ptr, rows, rmask, HALF: tl.constexpr, P: tl.constexpr):
+    """Rows of raw pixels (N, 81) → the two halves of the 82-lift 4x − 0.5 (+ a zero), (R, P) each, zero-padded."""
+    cols = tl.arange(0, P)
+    base = raw_ptr + rows[:, None] * (2 * HALF - 1)
+    left_mask = rmask[:, None] & (cols[None, :] < HALF)
+    right_mask = rmask[:, None] & (cols[None, :] < HALF - 1)   # coordinate 81 is the appended zero
+    left = tl.load(base + cols[None, :], mask=left_mask, other=0.0)
+    right = tl.load(base + HALF + cols[None, :], mask=right_mask, other=0.0)
+    return tl.where(left_mask, left * 4.0 - 0.5, 0.0), tl.where(right_mask, right * 4.0 - 0.5, 0.0)
+
+
+@triton.jit
+def _sgd(p_ptr, v_ptr, offs, grad, momentum, neg_lr, weight_decay):
+    """v ← v·momentum + grad (+ wd·p); p ← p + (−lr)·v (spec 2.6 order), in place."""
+    p = tl.load(p_ptr + offs)
+    v = tl.load(v_ptr + offs) * momentum + grad
+    v = v + weight_decay * p
+    tl.store(v_ptr + offs, v)
+    tl.store(p_ptr + offs, p + neg_lr * v)
+
+
+@triton.jit
+def _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay,
+                 R: tl.constexpr, P: tl.constexpr, KC: tl.constexpr):
+    """Gradient (sb)ᵀ·(sa) of a branch weight (P, P) from the staged tiles, then its SGD step (after a barrier)."""
+    grad = _mm(sb_ptr, 1, P, sa_ptr, P, 1, P, P, R, KC)
+    tl.debug_barrier()
+    i = tl.arange(0, P)
+    _sgd(w_ptr, v_ptr, i[:, None] * P + i[None, :], grad, momentum, neg_lr, weight_decay)
+
+
+@triton.jit
+def _branch_backward(h, d, w_ptr, v_ptr, sa_ptr, sb_ptr, alpha, momentum, neg_lr, weight_decay,
+                     R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+    """One branch of ``ReversibleCore.backward``: leaf h, upstream d (both (R, P)).
+
+    Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); W takes its
+    SGD step once nothing of this update reads it any more.
+    """
+    _store_tile(sa_ptr, tl.maximum(h, 0.0), R, P)
+    _store_tile(sb_ptr, d * alpha, R, P)
+    d_leaf = _mm(sb_ptr, P, 1, w_ptr, P, 1, R, P, P, KF)
+    branch = _mm(sa_ptr, P, 1, w_ptr, 1, P, R, P, P, KF) * alpha
+    _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay, R, P, KR)
+    return tl.where(h > 0.0, d_leaf, 0.0), branch
+
+
+@triton.jit
+def _copy_params(flat_ptr, tiles_ptr, TO_TILES: tl.constexpr, HALF: tl.constexpr, NCLS: tl.constexpr,
+                 P: tl.constexpr, C: tl.constexpr):
+    """Flat (7554,) ↔ padded tiles (4 × P×P, C×2P head, C bias); padding written as zeros when TO_TILES."""
+    i = tl.arange(0, P)
+    wmask = (i[:, None] < HALF) & (i[None, :] < HALF)
+    for b in tl.static_range(4):
+        flat = flat_ptr + b * HALF * HALF + i[:, None] * HALF + i[None, :]
+        tile = tiles_ptr + b * P * P + i[:, None] * P + i[None, :]
+        if TO_TILES:
+            tl.store(tile, tl.load(flat, mask=wmask, other=0.0))
+        else:
+            tl.store(flat, tl.load(tile), mask=wmask)
+    cls = tl.arange(0, C)
+    hmask = (cls[:, None] < NCLS) & (i[None, :] < HALF)
+    for half in tl.static_range(2):
+        flat = flat_ptr + 4 * HALF * HALF + cls[:, None] * (2 * HALF) + half * HALF + i[None, :]
+        tile = tiles_ptr + 4 * P * P + cls[:, None] * (2 * P) + half * P + i[None, :]
+        if TO_TILES:
+            tl.store(tile, tl.load(flat, mask=hmask, other=0.0))
+        else:
+            tl.store(flat, tl.load(tile), mask=hmask)
+    flat = flat_ptr + 4 * HALF * HALF + NCLS * 2 * HALF + cls
+    tile = tiles_ptr + 4 * P * P + C * 2 * P + cls
+    if TO_TILES:
+        tl.store(tile, tl.load(flat, mask=cls < NCLS, other=0.0))
+    else:
+        tl.store(flat, tl.load(tile), mask=cls < NCLS)
+
+
+@triton.jit
+def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, order_ptr,
+                 alpha, momentum, neg_lr, weight_decay,
+                 N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, BLOCK_B: tl.constexpr,
+                 P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
+                 NCLS: tl.constexpr):
+    """One invocation's reset and training in one program (launch with grid (1,)).
+
+    Args (pointers to contiguous tensors on one device):
+        init_ptr: float32 (7554,) initial parameters (read only).
+        param_ptr, vel_ptr: float32 (7554,) final parameters and velocities (written at the end).
+        work_ptr: float32 work buffer, :data:`bundle.fused_learner.work_floats` elements.
+        raw_ptr: float32 (N_TRAIN, 81) raw training pixels in [0, 1].
+        label_ptr: int64 (N_TRAIN,) labels 0…9.
+        order_ptr: int64 (EPOCHS, N_TRAIN) epoch permutations.
+        alpha, momentum, neg_lr, weight_decay: float32 scalars (neg_lr = −learning_rate).
+        N_TRAIN, EPOCHS, BATCH: training rows, epochs, batch size. Compile-time constants
+            because triton 3.1.0's interpreter cannot iterate over a runtime scalar under numpy 2.
+        BLOCK_B: rows per batch tile (power of two >= 16 and >= BATCH).
+        P, C: tile widths for a half (64 >= HALF) and the classes (16 >= NCLS).
+        KF, KR: slices of the summed axis in products over features (divides P) and over batch
+            rows (divides BLOCK_B); >= 16.
+        HALF, NCLS: 41 and 10.
+    """
+    tiles = P * P * 4 + C * 2 * P + C
+    vel_tiles = work_ptr + tiles
+    sa = work_ptr + 2 * tiles
+    sb = sa + BLOCK_B * P
+    sg = sb + BLOCK_B * P
+    head = work_ptr + 4 * P * P
+    vel_head = vel_tiles + 4 * P * P
+    _copy_params(init_ptr, work_ptr, True, HALF, NCLS, P, C)
+    zero = tl.zeros((BLOCK_B, P), dtype=tl.float32)
+    for start in range(0, tiles, BLOCK_B * P):   # velocities start at exact zeros
+        offs = start + tl.arange(0, BLOCK_B)[:, None] * P + tl.arange(0, P)[None, :]
+        tl.store(vel_tiles + offs, zero, mask=offs < tiles)
+    tl.debug_barrier()
+
+    rows = tl.arange(0, BLOCK_B)
+    cls = tl.arange(0, C)
+    cols = tl.arange(0, P)
+    for e in range(0, EPOCHS):
+        for first in range(0, N_TRAIN, BATCH):
+            count = tl.minimum(N_TRAIN - first, BATCH)
+            rmask = rows < count
+            index = tl.load(order_ptr + e * N_TRAIN + first + rows, mask=rmask, other=0)
+            labels = tl.load(label_ptr + index, mask=rmask, other=0)
+            l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
+            # core forward (spec 2.2); only its output (l2, r2) is kept for the backward
+            l1 = l0 + _branch(r0, work_ptr, sa, alpha, BLOCK_B, P, KF)
+            r1 = r0 + _branch(l1, work_ptr + P * P, sa, alpha, BLOCK_B, P, KF)
+            l2 = l1 + _branch(r1, work_ptr + 2 * P * P, sa, alpha, BLOCK_B, P, KF)
+            r2 = r1 + _branch(l2, work_ptr + 3 * P * P, sa, alpha, BLOCK_B, P, KF)
+            _store_tile(sa, l2, BLOCK_B, P)
+            _store_tile(sb, r2, BLOCK_B, P)
+            z = _head(head, sa, sb, BLOCK_B, P, C, KF, NCLS)
+            # mean cross-entropy gradient: (exp(log_softmax) − onehot) / count, padded rows 0
+            shifted = z - tl.max(z, axis=1)[:, None]
+            log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
+            prob = tl.exp(shifted - log_sum[:, None])
+            onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
+            live = rmask[:, None] & (cls[None, :] < NCLS)
+            g = tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
+            _store_tile(sg, g, BLOCK_B, C)
+            # head gradient, the core's upstream gradient, then the head's SGD step
+            g_head_left = _mm(sg, 1, C, sa, P, 1, C, P, BLOCK_B, KR)
+            g_head_right = _mm(sg, 1, C, sb, P, 1, C, P, BLOCK_B, KR)
+            dl = _mm(sg, C, 1, head, 2 * P, 1, BLOCK_B, P, C, C)
+            dr = _mm(sg, C, 1, head + P, 2 * P, 1, BLOCK_B, P, C, C)
+            tl.debug_barrier()
+            hoffs = cls[:, None] * (2 * P) + cols[None, :]
+            _sgd(head, vel_head, hoffs, g_head_left, momentum, neg_lr, weight_decay)
+            _sgd(head, vel_head, hoffs + P, g_head_right, momentum, neg_lr, weight_decay)
+            _sgd(head, vel_head, C * 2 * P + cls, tl.sum(g, axis=0), momentum, neg_lr, weight_decay)
+            # reversible backward (bundle.learner.ReversibleCore.backward): block 1 then block 0;
+            # each branch is recomputed from the rebuilt leaf and subtracted
+            d_leaf, branch = _branch_backward(l2, dr, work_ptr + 3 * P * P, vel_tiles + 3 * P * P, sa, sb, alpha,
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+            dl = dl + d_leaf
+            r1 = r2 - branch
+            d_leaf, branch = _branch_backward(r1, dl, work_ptr + 2 * P * P, vel_tiles + 2 * P * P, sa, sb, alpha,
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+            dr = dr + d_leaf
+            l1 = l2 - branch
+            d_leaf, branch = _branch_backward(l1, dr, work_ptr + P * P, vel_tiles + P * P, sa, sb, alpha,
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+            dl = dl + d_leaf
+            r0 = r1 - branch
+            _store_tile(sa, tl.maximum(r0, 0.0), BLOCK_B, P)    # last branch: only its weight gradient
+            _store_tile(sb, dl * alpha, BLOCK_B, P)
+            _weight_step(work_ptr, vel_tiles, sa, sb, momentum, neg_lr, weight_decay, BLOCK_B, P, KR)
+            tl.debug_barrier()
+    _copy_params(param_ptr, work_ptr, False, HALF, NCLS, P, C)
+    _copy_params(vel_ptr, vel_tiles, False, HALF, NCLS, P, C)
+
+
+@triton.jit
+def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query, alpha,
+                   BLOCK_Q: tl.constexpr, P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr,
+                   HALF: tl.constexpr, NCLS: tl.constexpr):
+    """Scores and predictions for query rows [pid·BLOCK_Q, (pid+1)·BLOCK_Q) (grid cdiv(n_query, BLOCK_Q)).
+
+    Args:
+        work_ptr: the work buffer after :func:`train_kernel` (its padded parameter tiles).
+        scratch_ptr: float32 staging, BLOCK_Q × P per program.
+        raw_ptr: float32 (n_query, 81) raw query pixels.
+        score_ptr: float32 (n_query, 10) logits (written).
+        pred_ptr: int64 (n_query,) first maximal class index per row (written).
+    """
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    rmask = rows < n_query
+    cls = tl.arange(0, C)
+    s = scratch_ptr + pid * BLOCK_Q * P
+    left, right = _lifted(raw_ptr, rows, rmask, HALF, P)
+    left = left + _branch(right, work_ptr, s, alpha, BLOCK_Q, P, KF)
+    right = right + _branch(left, work_ptr + P * P, s, alpha, BLOCK_Q, P, KF)
+    left = left + _branch(right, work_ptr + 2 * P * P, s, alpha, BLOCK_Q, P, KF)
+    right = right + _branch(left, work_ptr + 3 * P * P, s, alpha, BLOCK_Q, P, KF)
+    _store_tile(s, left, BLOCK_Q, P)
+    z_left = _mm(s, P, 1, work_ptr + 4 * P * P, 1, 2 * P, BLOCK_Q, C, P, KF)
+    tl.debug_barrier()
+    _store_tile(s, right, BLOCK_Q, P)
+    z = z_left + _mm(s, P, 1, work_ptr + 4 * P * P + P, 1, 2 * P, BLOCK_Q, C, P, KF)
+    z = z + tl.load(work_ptr + 4 * P * P + C * 2 * P + cls)[None, :]
+    z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
+    tl.store(score_ptr + rows[:, None] * NCLS + cls[None, :], z, mask=rmask[:, None] & (cls[None, :] < NCLS))
+    best = tl.max(z, axis=1)
+    first = tl.min(tl.where(z == best[:, None], cls[None, :], C), axis=1)
+    tl.store(pred_ptr + rows, first.to(tl.int64), mask=rmask)

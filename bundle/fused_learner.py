@@ -1,0 +1,309 @@
+"""``rev88-fused``: the frozen rev88 learner's training and prediction as two Triton kernel launches.
+
+Same model, data handling, initialisation and epoch orders as :mod:`bundle.learner` (the
+initial weights come from :func:`bundle.learner.build_model`, the orders from
+:func:`bundle.learner.epoch_orders`, so ``initial_parameter_sha256`` and
+``epoch_permutation_sha256`` are the frozen ones). One invocation (:meth:`FusedTask.run`) is
+
+1. one launch of :func:`bundle.fused_kernels.train_kernel` with a single program: reset from
+   the initial copy, then all 158 momentum-SGD updates (2 epochs × 79 batches of 128, the last
+   of 16) by that one CTA, its weights, velocities and staging tiles in a small work buffer
+   (bundle/fused_kernels.py, "Layouts"), the current batch's activations in registers;
+2. one launch of :func:`bundle.fused_kernels.predict_kernel` over blocks of query rows.
+
+The arithmetic is float32 throughout and no product uses TF32, but the summation order of
+the products differs from cuBLAS's and from the CPU's (and on the GPU triton may contract a
+multiply and an add into one FMA, its default), so final parameters, velocities and scores
+are not the frozen learner's bits; predictions are compared with the frozen ones
+(tests/test_fused_learner.py, scripts/fused_device.py). Products are summed in slices of 32
+on the GPU and whole in the interpreter (compile-time constants of the same code: each slice
+costs interpreter time), so the interpreter's bits are not the GPU's either.
+
+Why Triton: the kernels are Python-level code (``bundle/fused_kernels.py``) that PyTorch's
+CUDA wheels already ship a compiler for (no CUDA toolkit or C++ extension build), and
+triton's interpreter (``TRITON_INTERPRET=1``) runs the exact same kernel functions on CPU
+tensors, which gives a CPU reference of the very code that runs on the GPU.
+
+Interpreter mode is fixed when :mod:`bundle.fused_kernels` is first imported (triton reads
+``TRITON_INTERPRET`` when it decorates the kernels): set it in the environment before that,
+e.g. in a fresh process. ``device="cpu"`` needs it on, ``device="cuda"`` needs it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bundle.data import array_sha256
+from bundle.errors import BundleError
+from bundle.learner import (
+    FROZEN_CONFIG,
+    HALF,
+    INPUT_KEYS,
+    STATE_HASH_KEYS,
+    build_model,
+    epoch_orders,
+    normalise_config,
+    task_metadata,
+    validate_inputs,
+)
+
+LEARNER_NAME = "rev88-fused"
+KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_kernels.py"
+CLASSES = 10
+HALF_TILE = 64            # register tile width of a 41-wide half
+CLASS_TILE = 16           # register tile width of the 10 classes
+GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot on the GPU (bundle/fused_kernels.py, "Products")
+PREDICT_BLOCK = 128       # query rows per program of the predict kernel
+PREDICT_WARPS = 8
+MAX_BATCH_TILE = 256
+DEFAULT_TRAIN_WARPS = 8
+TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all updates) + one predict_kernel "
+                "launch; excludes setup, compilation, CPU permutation generation, allocation and transfer.")
+
+__all__ = ["LEARNER_NAME", "FusedTask", "kernel_source_sha256", "interpreter_active", "triton_version",
+           "work_floats"]
+
+
+def kernel_source_sha256() -> str:
+    """sha256 (hex) of the bytes of ``bundle/fused_kernels.py``, the file that holds both kernels."""
+    return hashlib.sha256(KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+def _kernels():
+    """Import :mod:`bundle.fused_kernels` (and triton).
+
+    Raises:
+        BundleError: triton is not importable.
+    """
+    try:
+        from bundle import fused_kernels  # noqa: PLC0415
+    except ImportError as exc:
+        raise BundleError(f"the fused learner needs triton, which is not importable ({exc}): "
+                          "install torch's CUDA wheel (it ships triton) or pip install triton") from None
+    return fused_kernels
+
+
+def interpreter_active() -> bool:
+    """True when the kernels were decorated in triton's interpreter mode (``TRITON_INTERPRET=1``).
+
+    Raises:
+        BundleError: triton is not importable.
+    """
+    from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
+
+    return isinstance(_kernels().train_kernel, InterpretedFunction)
+
+
+def triton_version() -> str | None:
+    """``triton.__version__``, or None when triton is not importable."""
+    try:
+        import triton  # noqa: PLC0415
+    except ImportError:
+        return None
+    return triton.__version__
+
+
+def _version_tuple(version: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version or "0")[:2])
+
+
+def work_floats(batch_tile: int) -> int:
+    """float32 elements of the training program's work buffer (layout in bundle/fused_kernels.py)."""
+    tiles = 4 * HALF_TILE * HALF_TILE + CLASS_TILE * 2 * HALF_TILE + CLASS_TILE
+    return 2 * tiles + 2 * batch_tile * HALF_TILE + batch_tile * CLASS_TILE
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to("cpu").contiguous().numpy()
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+class FusedTask:
+    """A prepared fused invocation: resident inputs, orders, flat parameter state, compiled kernels.
+
+    Args:
+        train_images: float32 (N, 1, 9, 9) in [0, 1].
+        train_labels: integer (N,) in 0…9.
+        test_images: float32 (M, 1, 9, 9) in [0, 1].
+        config: learner config (default :data:`bundle.learner.FROZEN_CONFIG`), normalised as
+            :func:`bundle.learner.normalise_config`; depth must be 2 and batch_size <= 256.
+        device: ``"cuda"`` (compiled kernels; interpreter off) or ``"cpu"`` (triton's
+            interpreter; ``TRITON_INTERPRET=1`` set before :mod:`bundle.fused_kernels` was imported).
+        num_warps: warps of the single training program (GPU only; the interpreter ignores it).
+
+    Attributes (all on ``device``):
+        initial, params, velocity: float32 (7554,), state-vector order of spec 3.
+        work: float32 (:func:`work_floats`,), the training program's padded state and staging tiles.
+        scratch: float32 (cdiv(M, 128)·128·64,), the predict programs' staging tiles.
+        raw: float32 (N, 81); raw_query: float32 (M, 81); labels: int64 (N,);
+        orders: int64 (epochs, N); scores: float32 (M, 10); predictions: int64 (M,).
+
+    Raises:
+        BundleError: bad inputs or config, triton missing, CUDA unavailable, wrong interpreter mode.
+    """
+
+    def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
+                 num_warps: int = DEFAULT_TRAIN_WARPS) -> None:
+        started = time.perf_counter()
+        self.config = normalise_config(FROZEN_CONFIG if config is None else config)
+        cfg = self.config
+        if cfg["depth"] != 2 or cfg["batch_size"] > MAX_BATCH_TILE:
+            raise BundleError(f"the fused learner supports depth 2 and batch_size <= {MAX_BATCH_TILE} only (got "
+                              f"depth {cfg['depth']}, batch_size {cfg['batch_size']}): use bundle.learner")
+        if num_warps not in (1, 2, 4, 8, 16, 32):
+            raise BundleError(f"num_warps must be a power of two from 1 to 32 (got {num_warps!r})")
+        arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
+        if device not in ("cuda", "cpu"):
+            raise BundleError(f"unsupported device {device!r} for the fused learner: use cuda or cpu")
+        self._kernels = _kernels()
+        interpreted = interpreter_active()
+        if interpreted and _version_tuple(triton_version()) < (3, 2) and _version_tuple(np.__version__) >= (2, 0):
+            raise BundleError(f"triton {triton_version()}'s interpreter drops every store under numpy "
+                              f"{np.__version__} (measured; 3.2.0 and later work): use triton >= 3.2 or numpy < 2")
+        if device == "cpu" and not interpreted:
+            raise BundleError("device cpu needs triton's interpreter: set TRITON_INTERPRET=1 before "
+                              "bundle.fused_kernels is imported (e.g. in a fresh process)")
+        if device == "cuda" and interpreted:
+            raise BundleError("device cuda with TRITON_INTERPRET=1 would run the interpreter: unset "
+                              "TRITON_INTERPRET in a fresh process")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise BundleError("device cuda requested but torch sees no CUDA GPU: use a GPU host")
+        self.device = torch.device(device)
+        self.num_warps = int(num_warps)
+        self.interpreted = interpreted
+        self.input_hashes = {k: array_sha256(a) for k, a in zip(INPUT_KEYS, arrays, strict=True)}
+        model = build_model(cfg["depth"], cfg["alpha"], cfg["seed"])
+        self.parameter_names = [name for name, _ in model.named_parameters()]
+        self.parameter_shapes = [tuple(p.shape) for _, p in model.named_parameters()]
+        self.initial_parameter_sha256 = {n: array_sha256(_host(p)) for n, p in model.named_parameters()}
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        self.initial = flat.to(self.device)
+        self.params = torch.empty_like(self.initial)
+        self.velocity = torch.empty_like(self.initial)
+        train_x, labels, query = arrays
+        self.train_count, self.test_count = len(train_x), len(query)
+        self.raw = torch.from_numpy(train_x.reshape(self.train_count, 81).copy()).to(self.device)
+        self.raw_query = torch.from_numpy(query.reshape(self.test_count, 81).copy()).to(self.device)
+        self.labels = torch.from_numpy(labels.astype(np.int64)).to(self.device)
+        orders = epoch_orders(self.train_count, cfg["epochs"], cfg["seed"])
+        self.epoch_permutation_sha256 = [array_sha256(row) for row in orders]
+        self.orders = torch.from_numpy(orders).to(self.device)
+        self.predictions = torch.empty(self.test_count, dtype=torch.int64, device=self.device)
+        self.scores = torch.empty((self.test_count, CLASSES), dtype=torch.float32, device=self.device)
+        self.batch_tile = max(16, _next_pow2(cfg["batch_size"]))
+        # summed-axis slices: 32 on the GPU (register pressure); whole sums in the interpreter,
+        # where each slice costs interpreter overhead (same code, other compile-time constants)
+        self.feature_slice = HALF_TILE if interpreted else GPU_PRODUCT_SLICE
+        self.row_slice = self.batch_tile if interpreted else min(GPU_PRODUCT_SLICE, self.batch_tile)
+        self.work = torch.zeros(work_floats(self.batch_tile), dtype=torch.float32, device=self.device)
+        blocks = triton_cdiv(self.test_count, PREDICT_BLOCK)
+        self.scratch = torch.zeros(blocks * PREDICT_BLOCK * HALF_TILE, dtype=torch.float32, device=self.device)
+        self.run_count = 0
+        self.preparation_seconds = time.perf_counter() - started
+
+    def train(self) -> None:
+        """Launch the training kernel: reset params/velocity from ``initial``, then every update."""
+        cfg = self.config
+        self._kernels.train_kernel[(1,)](
+            self.initial, self.params, self.velocity, self.work, self.raw, self.labels, self.orders,
+            cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
+            N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], BLOCK_B=self.batch_tile,
+            P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
+            num_warps=self.num_warps)
+
+    def predict(self) -> None:
+        """Launch the predict kernel: ``scores`` (M, 10) float32 logits, ``predictions`` (M,) int64.
+
+        It reads the trained parameter tiles that :meth:`train` leaves in ``work``.
+        """
+        grid = (triton_cdiv(self.test_count, PREDICT_BLOCK),)
+        self._kernels.predict_kernel[grid](
+            self.work, self.scratch, self.raw_query, self.scores, self.predictions, self.test_count,
+            self.config["alpha"], BLOCK_Q=PREDICT_BLOCK, P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, HALF=HALF,
+            NCLS=CLASSES, num_warps=PREDICT_WARPS)
+
+    def run(self) -> None:
+        """One invocation = train + predict (asynchronous on CUDA; the first call also compiles)."""
+        self.train()
+        self.predict()
+        self.run_count += 1
+
+    def _synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _named_views(self, flat: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+        views, start = [], 0
+        for name, shape in zip(self.parameter_names, self.parameter_shapes, strict=True):
+            size = int(np.prod(shape))
+            views.append((name, flat[start:start + size].view(shape)))
+            start += size
+        return views
+
+    def state_hashes(self) -> dict:
+        """The eight hash fields in :data:`bundle.learner.STATE_HASH_KEYS` order, defined as
+        :meth:`bundle.learner.PreparedTask.state_hashes` (synchronises)."""
+        self._synchronize()
+        params = _host(self.params)
+        hashes = {
+            "input_hashes": dict(self.input_hashes),
+            "initial_parameter_sha256": dict(self.initial_parameter_sha256),
+            "epoch_permutation_sha256": list(self.epoch_permutation_sha256),
+            "final_parameter_sha256": {n: array_sha256(_host(v)) for n, v in self._named_views(self.params)},
+            "final_velocity_sha256": {n: array_sha256(_host(v)) for n, v in self._named_views(self.velocity)},
+            "state_vector_sha256": array_sha256(params),
+            "predictions_sha256": array_sha256(_host(self.predictions)),
+            "scores_sha256": array_sha256(_host(self.scores)),
+        }
+        assert tuple(hashes) == STATE_HASH_KEYS
+        return hashes
+
+    def outputs(self) -> tuple[np.ndarray, dict]:
+        """Synchronise and return (predictions int64 (M,), metadata).
+
+        The metadata has the keys of :meth:`bundle.learner.PreparedTask.outputs` in the same
+        order (``validation`` is None: no self-test runs), then ``learner`` (name, kernel
+        source sha256, triton version, interpreter flag, warps of the training program, the
+        summed-axis slices of its products).
+
+        Raises:
+            BundleError: no invocation ran yet, or a score or parameter is not finite.
+        """
+        if self.run_count == 0:
+            raise BundleError("FusedTask.outputs() before run(): call run() first")
+        self._synchronize()
+        predictions, scores = _host(self.predictions).copy(), _host(self.scores)
+        if not np.isfinite(scores).all() or not np.isfinite(_host(self.params)).all():
+            raise BundleError("Nonfinite scores or model state after training: the run diverged; check inputs/config")
+        h = self.state_hashes()
+        metadata = task_metadata(self.config, self.initial.numel(), self.train_count, self.test_count, h,
+                                 self.preparation_seconds, self.run_count, None, TIMING_SCOPE)
+        metadata |= {
+            "learner": {"name": LEARNER_NAME, "kernel_source_sha256": kernel_source_sha256(),
+                        "triton_version": triton_version(), "interpreter": self.interpreted,
+                        "train_num_warps": self.num_warps,
+                        "product_slices": {"features": self.feature_slice, "rows": self.row_slice}},
+        }
+        return predictions, metadata
+
+    def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
+        """Named resident tensors: per-parameter views of ``params`` (``parameters.<name>``), then
+        ``initial``, ``velocity``, ``work``, ``scratch``, raw, raw_query, labels, orders, predictions, scores."""
+        named = [(f"parameters.{n}", v) for n, v in self._named_views(self.params)]
+        named += [(n, getattr(self, n)) for n in ("initial", "velocity", "work", "scratch", "raw", "raw_query",
+                                                  "labels", "orders", "predictions", "scores")]
+        return named
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    """Ceiling division of positive ints (as ``triton.cdiv``)."""
+    return -(-a // b)
