@@ -27,6 +27,8 @@ VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 GIVEN_ENV = "REV88_BOARD_UUID"
 #: A lock file that serialises the GPU part of the fixture processes of one board (see bundle.fixture).
 LOCK_ENV = "REV88_GPU_LOCK"
+#: The job's position in its lock's queue (bundle.fixture.acquire_gpu_lock keeps the design's order).
+TICKET_ENV = "REV88_GPU_TICKET"
 _UUID_RE = re.compile(r"(GPU|MIG)-[0-9A-Za-z-]+")
 
 
@@ -100,7 +102,7 @@ def select(spec: str, available: Sequence[Board] | None) -> list[Board]:
     text = (spec or "").strip()
     if not text:
         raise BundleError("--gpus is empty: use all, a count (2) or board ids (GPU-…,GPU-… or 0,1)")
-    if text == "all" or text.isdigit():
+    if text == "all" or re.fullmatch(r"[0-9]+", text):
         if available is None:
             raise BundleError(f"--gpus {text} needs the host's boards, but none can be listed here: "
                               "name the boards by UUID, or run on a GPU host")
@@ -114,7 +116,7 @@ def select(spec: str, available: Sequence[Board] | None) -> list[Board]:
         return list(available[:count])
     chosen: list[Board] = []
     for part in (p.strip() for p in text.split(",")):
-        if part.isdigit():
+        if re.fullmatch(r"[0-9]+", part):
             if available is None:
                 raise BundleError(f"--gpus {text!r}: index {part} needs the host's boards; name boards by UUID here")
             match = [b for b in available if b.index == int(part)]
@@ -138,11 +140,12 @@ def round_robin(boards: Sequence[Board]) -> Iterator[Board]:
     return itertools.cycle(boards)
 
 
-def placement_env(board: Board | None, lock_path: str | None = None) -> dict[str, str]:
+def placement_env(board: Board | None, lock_path: str | None = None, ticket: int | None = None) -> dict[str, str]:
     """The environment that places a job on *board* (empty for ``None``).
 
     ``CUDA_VISIBLE_DEVICES`` and :data:`GIVEN_ENV` carry the UUID; :data:`LOCK_ENV` the lock file
-    when the phase serialises the GPU part of its fixture processes.
+    when the phase serialises the GPU part of its fixture processes, :data:`TICKET_ENV` the job's
+    position in that lock's queue.
     """
     env: dict[str, str] = {}
     if board is not None:
@@ -150,11 +153,22 @@ def placement_env(board: Board | None, lock_path: str | None = None) -> dict[str
         env[GIVEN_ENV] = board.uuid
     if lock_path is not None:
         env[LOCK_ENV] = str(lock_path)
+        if ticket is not None:
+            env[TICKET_ENV] = str(int(ticket))
     return env
 
 
 def parse_board_list(text: str | None) -> list[Board]:
-    """The inverse of ``",".join(b.uuid for b in boards)`` (the nested qualify job's ``--boards``)."""
+    """The inverse of ``",".join(b.uuid for b in boards)`` (the nested qualify job's ``--boards``).
+
+    Raises:
+        BundleError: an empty part, a part that is not a board UUID, or a board named twice.
+    """
     if not text:
         return []
-    return [Board(None, part) for part in text.split(",") if part]
+    parts = text.split(",")
+    bad = [p for p in parts if not _UUID_RE.fullmatch(p)]
+    if bad or len(set(parts)) != len(parts):
+        raise BundleError(f"--boards {text!r}: give distinct board UUIDs (GPU-…), comma-separated "
+                          f"({'not a UUID: ' + repr(bad[0]) if bad else 'a board is named twice'})")
+    return [Board(None, part) for part in parts]

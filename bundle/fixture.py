@@ -72,44 +72,67 @@ class Timeline:
                 "steps": list(self.steps)}
 
     def line(self) -> str:
-        """``fixture timeline: start-age 1.23 s; torch_imported 2.10; …`` (one line)."""
+        """``fixture timeline (s): interpreter-to-import 0.07; inputs_loaded 0.26; torch_imported 4.11; …``."""
         steps = "; ".join(f"{s['step']} {s['at_s']:.3f}" for s in self.steps)
         return f"fixture timeline (s): interpreter-to-import {self.process_age_at_import_s}; {steps}"
 
 
 def acquire_gpu_lock(timeline: Timeline) -> dict[str, Any] | None:
-    """Wait for the board's GPU lock (``$REV88_GPU_LOCK``) before this process touches CUDA.
+    """Wait for this job's turn and the board's GPU lock (``$REV88_GPU_LOCK``) before touching CUDA.
 
-    A phase that starts several fixture processes for one board at once (profile, qualification
-    with a lock) gives them one lock file: each process imports torch and reads its inputs
-    (CPU only) while another holds the GPU, then holds the lock (``fcntl.flock``, exclusive)
-    from before CUDA initialisation until it exits, so no two of them ever use the GPU at
-    the same time. Without the variable nothing is locked.
+    A phase that starts several fixture processes for one board at once (the energy trials and the
+    ncu runs) gives them one lock file: each process imports torch and reads its inputs (CPU only)
+    while another holds the GPU, then holds the lock (``fcntl.flock``, exclusive) from before CUDA
+    initialisation until it exits, so no two of them ever use the GPU at the same time. Under ncu's
+    app-range replay every pass is such a process, so another run's pass may come between two passes.
+
+    Order: with ``$REV88_GPU_TICKET`` (the job's position, 0, 1, …) the process first waits until
+    the turn file ``<lock>.turn`` holds its ticket, and after taking the lock writes ticket + 1, so
+    the jobs hold the GPU in the design's order (a turn of ``-1`` means an earlier job failed:
+    this one refuses to run). Without ``$REV88_GPU_LOCK`` nothing is locked.
 
     Returns:
-        ``{"path", "waited_s", "acquired_at_s"}`` (s; ``acquired_at_s`` on the timeline), or
-        ``None`` without a lock.
+        ``{"path", "ticket", "waited_s", "acquired_at_s"}`` (s; ``acquired_at_s`` on the
+        timeline; ``ticket`` ``None`` without one), or ``None`` without a lock.
 
     Raises:
-        BundleError: the lock file cannot be opened or locked.
+        BundleError: the lock or turn file cannot be used, a malformed ticket, or an earlier job
+            of the same lock failed.
     """
     import fcntl  # noqa: PLC0415  (POSIX; the fixture runs on Linux)
 
-    from bundle.boards import LOCK_ENV  # noqa: PLC0415
+    from bundle.boards import LOCK_ENV, TICKET_ENV  # noqa: PLC0415
 
     path = os.environ.get(LOCK_ENV)
     if not path:
         return None
+    raw_ticket = os.environ.get(TICKET_ENV)
+    if raw_ticket is not None and not re.fullmatch(r"[0-9]{1,9}", raw_ticket):
+        raise BundleError(f"{TICKET_ENV}={raw_ticket!r} is not a job position (0, 1, …): set by the phase, do not edit")
+    ticket = None if raw_ticket is None else int(raw_ticket)
     start = time.perf_counter()
+    turn_path = Path(path + ".turn")
     try:
+        while ticket is not None:
+            text = turn_path.read_text().strip() if turn_path.is_file() else ""
+            if text == "-1":
+                raise BundleError(f"an earlier job of {path} failed (turn file {turn_path}): this job is not run; "
+                                  "fix that job and rerun the phase")
+            if text == str(ticket):
+                break
+            time.sleep(0.02)
         handle = open(path, "a+b")  # noqa: SIM115  (held open until the process exits)
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        if ticket is not None:
+            from bundle import archive  # noqa: PLC0415
+
+            archive.atomic_write_bytes(turn_path, f"{ticket + 1}\n".encode())
     except OSError as exc:
         raise BundleError(f"cannot take the GPU lock {path} ({exc.strerror}): check that the run folder is "
                           "writable from the job") from None
     _HELD_LOCKS.append(handle)
     timeline.mark("gpu_lock_acquired")
-    return {"path": path, "waited_s": round(time.perf_counter() - start, 4),
+    return {"path": path, "ticket": ticket, "waited_s": round(time.perf_counter() - start, 4),
             "acquired_at_s": timeline.steps[-1]["at_s"]}
 
 
@@ -142,6 +165,9 @@ WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
 INPUT_KEYS = ("train_images", "train_labels", "test_images")
 SCHEMA_VERSION = 1
 MODES = ("measure", "profile")
+#: The learners the fixture can run: the frozen one (default, the reference) and the fused variant.
+LEARNERS = ("rev88", "rev88-fused")
+DEFAULT_LEARNER = "rev88"
 SCOPES = ("task", "training")
 ENERGY_MODES = ("none", "original", "trial")
 PROFILE_WARMUP_TASKS = 2
@@ -353,6 +379,7 @@ def run_fixture(
     energy: str = "none",
     energy_config_path: Path | None = None,
     device: str = "cuda",
+    learner: str = "rev88",
 ) -> dict[str, Any]:
     """Run the fixture protocol once in this (fresh) process and write its record.
 
@@ -367,6 +394,10 @@ def run_fixture(
             only with mode measure and scope task.
         energy_config_path: JSON object handed to the energy glue.
         device: ``cuda`` (the protocol) or ``cpu`` (diagnostic: no memory block, no inventory).
+        learner: ``rev88`` (the frozen learner, the default and the reference) or ``rev88-fused``
+            (:mod:`bundle.fused_learner`; on ``cpu`` through Triton's interpreter, which this
+            process switches on before the kernels are imported). The record's ``learner``
+            block names it and the sha256 of its kernel source.
 
     Returns:
         The record written (keys documented in docs/evidence-format.md).
@@ -391,6 +422,10 @@ def run_fixture(
         raise BundleError(f"unknown --device {device!r}: use cuda (or cpu for a diagnostic run)")
     if device == "cpu" and mode == "profile":
         raise BundleError("--mode profile needs --device cuda")
+    if learner not in LEARNERS:
+        raise BundleError(f"unknown --learner {learner!r}: choose one of {', '.join(LEARNERS)}")
+    if learner == "rev88-fused" and device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before bundle.fused_kernels is imported
     energy_config: dict[str, Any] = {}
     if energy != "none":
         if energy_config_path is None:
@@ -408,7 +443,7 @@ def run_fixture(
         return _execute(
             arrays, config, Path(input_path), Path(config_path), Path(output_path), workspace=workspace,
             mode=mode, scope=scope, repeats=repeats, energy=energy, energy_config=energy_config, device=device,
-            captured=captured, timeline=timeline,
+            captured=captured, timeline=timeline, learner_name=learner,
         )
 
 
@@ -565,7 +600,7 @@ def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: s
 def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, config_path: Path,
              output_path: Path, *, workspace: str, mode: str, scope: str, repeats: int, energy: str,
              energy_config: dict[str, Any], device: str, captured: WarningCapture | None = None,
-             timeline: Timeline | None = None) -> dict[str, Any]:
+             timeline: Timeline | None = None, learner_name: str = "rev88") -> dict[str, Any]:
     import torch  # noqa: PLC0415
 
     from bundle import archive, hostinfo, learner  # noqa: PLC0415
@@ -592,7 +627,15 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         torch.cuda.reset_peak_memory_stats()
         timeline.mark("cuda_initialised")
     check_workspace_unchanged(workspace)
-    task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
+    if learner_name == "rev88-fused":
+        from bundle import fused_learner  # noqa: PLC0415
+
+        task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device)
+        learner_block = {"name": learner_name, "kernel_source_sha256": fused_learner.kernel_source_sha256(),
+                         "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted}
+    else:
+        task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
+        learner_block = None
     if cuda:
         torch.cuda.synchronize()
         after_prepare = torch.cuda.memory_allocated()
@@ -683,6 +726,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         "warnings": captured.summary() if captured is not None else [],
         "timeline": timeline.as_record(),
         "placement": placement,
+        **({"learner": learner_block} if learner_block is not None else {}),
     }
     if output_path.name.endswith(".gz"):
         archive.write_json_gz(output_path, record)
@@ -706,11 +750,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--energy", default="none", choices=ENERGY_MODES)
     parser.add_argument("--energy-config", default=None, type=Path)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--learner", default=DEFAULT_LEARNER, choices=LEARNERS)
     args = parser.parse_args(argv)
     try:
         record = run_fixture(
             args.input, args.config, args.output, mode=args.mode, scope=args.scope, repeats=args.repeats,
-            energy=args.energy, energy_config_path=args.energy_config, device=args.device,
+            energy=args.energy, energy_config_path=args.energy_config, device=args.device, learner=args.learner,
         )
     except BundleError as exc:
         print(f"rev88 fixture: error: {exc}", file=sys.stderr)

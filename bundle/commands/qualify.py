@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
         boards: Annotated[str | None, typer.Option(
             "--boards", help="board UUIDs to place the fresh-process draws on, comma-separated (draw i on "
                              "board i mod B); set by rev88 reproduce --gpus")] = None,
+        learner: Annotated[str, typer.Option(
+            "--learner", help="rev88 (the frozen learner, default) or rev88-fused (fresh processes only; "
+                              "on cpu through Triton's interpreter)")] = "rev88",
     ) -> None:
         """Train each draw freshly, write its predictions and record, then score all draws."""
         from rich.console import Console  # noqa: PLC0415
@@ -46,14 +49,20 @@ def register(app: typer.Typer) -> None:
         if RunArchive(out).is_complete("qualify") and not force:
             raise BundleError(f"phase 'qualify' is already complete ({out / 'qualify'}): pass --force to replace it "
                               "(make qualify PHASE_ARGS=--force) or use another --out folder")
+        from bundle.fixture import LEARNERS  # noqa: PLC0415  (no torch at import)
+
+        if learner not in LEARNERS:
+            raise BundleError(f"unknown --learner {learner!r}: choose one of {', '.join(LEARNERS)}")
+        if learner != "rev88" and fresh_process is False:
+            raise BundleError(f"--learner {learner} runs in fresh fixture processes: drop --in-process")
         runner = InProcessRunner(device)
-        if fresh_process if fresh_process is not None else device == "cuda":
+        if fresh_process if fresh_process is not None else (device == "cuda" or learner != "rev88"):
             from bundle.boards import parse_board_list  # noqa: PLC0415
             from bundle.jobs import SubprocessEngine  # noqa: PLC0415
             from bundle.phases.fixture_runner import FreshProcessRunner  # noqa: PLC0415
 
             runner = FreshProcessRunner(SubprocessEngine(), Path(out).resolve() / WORK_DIR / "qualify", device=device,
-                                        boards=parse_board_list(boards))
+                                        boards=parse_board_list(boards), learner=learner)
         console = Console()
         with terminal_progress(console, TextColumn("qualify {task.description}"), BarColumn(),
                                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as progress:

@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             result = run_reproduce(run_dir, engine=job_engine, phases=selected, device=device, force=force,
                                    on_phase=on_phase, on_line=on_line, gpus=gpus)
         rows = [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]]
-        rows.append(("total", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",
+        rows.append(("total (phases)", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",
                      f"{result['total_s']:,.1f}"))
         print_table(Console(), f"rev88 reproduce: {run_dir}", ("phase", "status", "duration s"), rows,
                     right_align_from=2)

@@ -139,6 +139,20 @@ def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, wor
     return record
 
 
+def executed_order(completed_at_utc: Sequence[str]) -> list[int]:
+    """Design positions in the order the trials ran: by each trial record's ``completed_at_utc``.
+
+    A trial holds the board's GPU from before CUDA initialisation until its process exits, so the
+    order in which the trials completed is the order in which they used the GPU.
+    """
+    return sorted(range(len(completed_at_utc)), key=lambda i: completed_at_utc[i])
+
+
+ORDER_DEVIATION = ("the trials did not run in the design order (executed_order lists design positions in the "
+                   "order they ran, from the records' completion stamps); the figures are per config and do "
+                   "not depend on the order, the drift-spreading rotation does")
+
+
 def _interleaved_summary(records: list[tuple[int, str, str, dict[str, Any]]], settings: Mapping[str, Any],
                          stage_dir: Path, draw_index: int | None) -> dict[str, Any]:
     uuids = {rec["energy"]["hardware"]["uuid"] for *_, rec in records}
@@ -155,6 +169,10 @@ def _interleaved_summary(records: list[tuple[int, str, str, dict[str, Any]]], se
                        "invocations": rec["energy"]["repeats_per_trial"],
                        "calibration_ms": rec["energy"]["calibration_ms"],
                        **{k: figures[k] for k in ("paired_idle_w", *en.PER_TASK_KEYS)}})
+    ran = executed_order([str(rec.get("completed_at_utc") or "") for *_, rec in records])
+    order = {"executed_order": ran}
+    if ran != list(range(len(records))):
+        order["order_deviation"] = ORDER_DEVIATION
     summaries = {ws: {k: en.summarise(v) for k, v in values[ws].items()} for ws in WORKSPACES}
     ratios = {ws: {k: en.ratio_of_means(values[ws][k], values[BASELINE][k])
                    for k in ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task")}
@@ -163,7 +181,7 @@ def _interleaved_summary(records: list[tuple[int, str, str, dict[str, Any]]], se
     return {"schema_version": archive.SCHEMA_VERSION, "completed_at_utc": archive.utc_now(),
             "protocol": "interleaved", "draw_index": draw_index, "settings": dict(settings),
             "gpu": {"name": hw["gpu"], "uuid": hw["uuid"], "nvml_pci_bus_id": hw["nvml_pci_bus_id"]},
-            "baseline": BASELINE, "idle_model": IDLE_MODEL, "trials": trials, "summaries": summaries,
+            "baseline": BASELINE, "idle_model": IDLE_MODEL, "trials": trials, **order, "summaries": summaries,
             "ratios_vs_baseline": ratios,
             "scope": ("Idle-adjusted energy per task of the frozen learner on one GPU, one fresh process per "
                       "trial, workspace configs interleaved in rotating order; statistics over trials.")}
@@ -260,21 +278,23 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
             def design(b: int) -> tuple[list[tuple], dict[str, Any]]:
                 where = places[b]
                 lock = str(gpu_lock_path(run.run_dir / archive.WORK_DIR / PHASE, where)) if prestart_next else None
-                placement = placement_env(where, lock)
                 jobs = []
-                for round_index, workspace in interleaved_order(rounds):
+                for ticket, (round_index, workspace) in enumerate(interleaved_order(rounds)):
+                    placement = placement_env(where, lock, ticket if lock else None)
                     stem = trial_stem(round_index, workspace) + design_suffix(b)
                     trial_settings = {"trial": round_index, "settle_seconds": settle_seconds,
                                       "idle_seconds": idle_seconds, "active_seconds": active_seconds,
                                       "sample_interval_s": sample_interval_s, "workspace_config": workspace}
 
                     def job(round_index: int = round_index, workspace: str = workspace, stem: str = stem,
-                            trial_settings: dict[str, Any] = trial_settings) -> tuple:
+                            trial_settings: dict[str, Any] = trial_settings,
+                            placement: dict[str, str] = placement) -> tuple:
                         rec = _run_job(stage, stem=stem, workspace=workspace, mode="trial", settings=trial_settings,
                                        placement=placement, **common)
                         return round_index, workspace, stem, rec
                     jobs.append(job)
-                records = run_overlapped(jobs, 2 if prestart_next else 1)
+                records = run_overlapped(jobs, 2 if prestart_next else 1,
+                                         Path(lock + ".turn") if lock else None)
                 summary = _interleaved_summary(records, settings, stage.path, draw_index if from_draw else None)
                 archive.write_json_gz(stage / f"interleaved{design_suffix(b)}.json.gz", summary)
                 return records, summary

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import threading
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -159,23 +160,65 @@ def gpu_lock_path(workdir: Path, board: Any | None) -> Path:
     return Path(workdir).resolve() / f"gpu-{name}.lock"
 
 
-def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int) -> list[Any]:
+def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Path | None = None) -> list[Any]:
     """Call *jobs* in order, at most *width* at a time (threads); results in the jobs' order.
 
     Meant for fixture jobs that share a GPU lock (``bundle.boards.LOCK_ENV``): the next job's
     process starts (interpreter, imports, inputs: CPU only) while the previous one holds the GPU,
-    and no two hold the GPU at once. With ``width == 1`` the jobs run one after another.
+    and no two hold the GPU at once. With *turn_file* (``<lock>.turn``) job k must carry ticket k
+    (``bundle.boards.TICKET_ENV``): the file is set to 0 here, each process advances it when it
+    takes the lock, and a job that ends without taking it (a staged record, a crash) advances it
+    here, so the jobs hold the GPU in this order. With ``width == 1`` the jobs run one after another.
 
-    Raises:
-        The first exception of a job, after every started job has finished.
+    Failure: the first job that raises stops the rest. Jobs not yet started are cancelled, the turn
+    file is set to ``-1`` (waiting processes refuse to run), running jobs are waited for, then the
+    first exception is raised.
     """
-    if width <= 1:
-        return [job() for job in jobs]
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
-    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="fixture") as pool:
-        futures = [pool.submit(job) for job in jobs]
+    guard = threading.Lock()
+
+    def set_turn(value: int, *, only_if_below: bool) -> None:
+        if turn_file is None:
+            return
+        with guard:
+            text = turn_file.read_text().strip() if turn_file.is_file() else ""
+            current = int(text) if text.lstrip("-").isdigit() else 0
+            if current == -1 or (only_if_below and current >= value):
+                return
+            archive.atomic_write_bytes(turn_file, f"{value}\n".encode())
+
+    def wrapped(k: int, job: Callable[[], Any]) -> Any:
+        try:
+            return job()
+        finally:
+            set_turn(k + 1, only_if_below=True)
+
+    if turn_file is not None:
+        archive.atomic_write_bytes(turn_file, b"0\n")
+    if width <= 1:
+        results = []
+        for k, job in enumerate(jobs):
+            try:
+                results.append(wrapped(k, job))
+            except BaseException:
+                set_turn(-1, only_if_below=False)
+                raise
+        return results
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="fixture")
+    try:
+        futures = [pool.submit(wrapped, k, job) for k, job in enumerate(jobs)]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f in done and f.exception() is not None]
+        if failed:
+            set_turn(-1, only_if_below=False)
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise failed[0].exception()
         return [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def load_predictions(record_path: Path, record: Mapping[str, Any]) -> np.ndarray:
@@ -211,12 +254,15 @@ class FreshProcessRunner:
         on_line: receives the fixture's output lines.
         boards: boards to place the draws on (draw i on board i mod B; ``bundle.boards``);
             empty: the engine's default device.
+        learner: the fixture's ``--learner`` (``rev88``, the frozen one, or ``rev88-fused``).
     """
 
     def __init__(self, engine: Engine, workdir: Path, *, config: Mapping[str, Any] | None = None,
                  workspace: str = PREFERRED_WORKSPACE, device: str = "cuda",
-                 on_line: Callable[[str], None] | None = None, boards: Sequence[Any] = ()) -> None:
+                 on_line: Callable[[str], None] | None = None, boards: Sequence[Any] = (),
+                 learner: str = "rev88") -> None:
         self.boards = list(boards)
+        self.learner = learner
         self.engine = engine
         self.workdir = Path(workdir).resolve()
         self.config = dict(config) if config is not None else None
@@ -246,7 +292,8 @@ class FreshProcessRunner:
         npz, cfg = write_fixture_inputs(folder, inputs, self._config())
         output = folder / f"{workspace_stem(self.workspace)}.json.gz"
         spec = fixture_job(f"qualify/draw-{draw_index:02d}", engine=self.engine, npz=npz, config=cfg,
-                           output=output, workspace=self.workspace, device=self.device)
+                           output=output, workspace=self.workspace, device=self.device,
+                           extra_args=() if self.learner == "rev88" else ("--learner", self.learner))
         if self.boards:
             from bundle.boards import placement_env  # noqa: PLC0415
 
@@ -276,5 +323,6 @@ class FreshProcessRunner:
             "same_process_reference_hashes_matched": record["same_process_reference_hashes_matched"],
             "placement": record.get("placement"),
             "timeline": record.get("timeline"),
+            **({"learner": record["learner"]} if "learner" in record else {}),
         }}
         return predictions, record["metadata"], extra

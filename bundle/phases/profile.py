@@ -382,7 +382,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             pending.append(run)
         for k, run in enumerate(pending):
             board = places[k % len(places)]
-            env = placement_env(board, str(gpu_lock_path(workdir, board)))
+            env = placement_env(board, str(gpu_lock_path(workdir, board)), ticket=k // len(places))
 
             def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
                 if on_run is not None:
@@ -391,10 +391,14 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                                               inputs=inputs, on_line=on_line, placement=env,
                                               keep_report=keep_reports == "all" or run.repeat_index == 0)
             per_board[k % len(places)].append(job)
+        def turn(b: int) -> Path:
+            return Path(str(gpu_lock_path(workdir, places[b])) + ".turn")
+
         if len(places) == 1:
-            done = run_overlapped(per_board[0], max(1, overlap))
+            done = run_overlapped(per_board[0], max(1, overlap), turn(0))
         else:
-            lanes = [lambda jobs=jobs: run_overlapped(jobs, max(1, overlap)) for jobs in per_board.values()]
+            lanes = [lambda b=b, jobs=jobs: run_overlapped(jobs, max(1, overlap), turn(b))
+                     for b, jobs in per_board.items()]
             done = [item for lane in run_overlapped(lanes, len(lanes)) for item in lane]
         records.update(dict(done))
         summary = {

@@ -286,6 +286,9 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise BundleError(f"--jobs must be a positive integer (got {jobs!r})")
     runner = runner if runner is not None else InProcessRunner(device)
+    if jobs > 1 and isinstance(runner, InProcessRunner):
+        raise BundleError(f"--jobs {jobs} needs fresh processes (one per draw): threads of one process share "
+                          "torch's state; add --fresh-process or use --jobs 1")
     runner_name = "in-process" if isinstance(runner, InProcessRunner) else type(runner).__name__
     run = RunArchive(run_dir)
     records: dict[int, dict[str, Any]] = {}
@@ -298,15 +301,17 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
                 on_draw and on_draw(i, "resumed")
             else:
                 todo.append(i)
-        origin = time.perf_counter()
+        origin, origin_utc = time.perf_counter(), archive.utc_now()
         spans: dict[int, tuple[float, float]] = {}
 
         def train(i: int) -> tuple[Any, Any, tuple[np.ndarray, dict, dict]]:
             on_draw and on_draw(i, "start")
             draw = load_draw(i, raw_dir, resize=resize)
             started = time.perf_counter()
-            out = runner(i, draw.learner_inputs())
-            spans[i] = (started - origin, time.perf_counter() - origin)
+            try:
+                out = runner(i, draw.learner_inputs())
+            finally:
+                spans[i] = (started - origin, time.perf_counter() - origin)
             return draw, started, out
 
         def store(i: int, draw: Any, out: tuple[np.ndarray, dict, dict], peers: list[int]) -> None:
@@ -318,10 +323,12 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
             start, end = spans[i]
             records[i] = draw_record(draw, metadata, extra, npy, runner_name, end - start)
             records[i]["concurrency"] = {
-                "jobs": jobs, "started_s": round(start, 3), "finished_s": round(end, 3),
+                "jobs": jobs, "invocation_started_at_utc": origin_utc,
+                "started_s": round(start, 3), "finished_s": round(end, 3),
                 "overlapping_draws": peers, "ran_alone": not peers,
-                "scope": "seconds since this qualification invocation began training; draws whose runner "
-                         "calls overlapped this one's (they may have shared the GPU)"}
+                "scope": "seconds since this qualification invocation (invocation_started_at_utc) began "
+                         "training; draws of the same invocation whose runner calls overlapped this one's "
+                         "(they may have shared the GPU)"}
             archive.write_json_gz(stage / f"draw-{i:02d}.json.gz", records[i])
             on_draw and on_draw(i, "done")
 
@@ -330,15 +337,27 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
                 draw, _, out = train(i)
                 store(i, draw, out, [])
         else:
-            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+            from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
-            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="qualify") as pool:
+            pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="qualify")
+            try:
                 futures = {i: pool.submit(train, i) for i in todo}
-                results = {i: f.result() for i, f in futures.items()}  # the first failure raises here
+                wait(futures.values(), return_when=FIRST_EXCEPTION)
+                if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures.values()):
+                    for f in futures.values():
+                        f.cancel()  # draws not yet started are not started
+                wait(futures.values())
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
             peers = overlaps(spans)
-            for i in todo:
-                draw, _, out = results[i]
+            finished = [i for i in todo if not futures[i].cancelled() and futures[i].exception() is None]
+            for i in finished:  # finished draws stay staged, also when another draw failed
+                draw, _, out = futures[i].result()
                 store(i, draw, out, peers[i])
+            errors = [futures[i].exception() for i in todo if not futures[i].cancelled()
+                      and futures[i].exception() is not None]
+            if errors:
+                raise errors[0]
         accuracy = score_predictions(stage.path, draws, raw_dir)
         archive.write_json_gz(stage / "accuracy.json.gz", accuracy)
     _record_execution(run, records)

@@ -146,7 +146,7 @@ class PlacedEngine:
 
 
 #: Fresh draw processes a qualification runs at once (all 11: measured on one H200, 13.0 s against
-#: 20.1 s with 6 at once and about 90 s one after another; predictions and peaks unchanged).
+#: 20.1 s with 6 at once and 108.5 s one after another; predictions and peaks unchanged).
 QUALIFY_JOBS = 11
 
 
@@ -304,30 +304,43 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     with preflight.run_folder(run_dir):
         probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
     done: list[dict[str, Any]] = []
-    for phase in phases:
-        if run.is_complete(phase) and not force:
-            done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
-                         "started_at_utc": None, "finished_at_utc": None})
+
+    def record(status: str) -> None:
+        record_invocation(run_dir, {
+            "command": list(sys.argv) if sys.argv and sys.argv[0].endswith(("rev88", "cli.py", "__main__.py"))
+            else ["rev88", "reproduce"],
+            "engine": str(getattr(engine, "kind", "native")), "device": device, "gpus": gpus,
+            "boards": [b.record() for b in boards], "started_at_utc": invocation_started_at,
+            "finished_at_utc": archive.utc_now(), "total_s": round(time.perf_counter() - invocation_start, 3),
+            "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
+            "status": status, "phases": done})
+
+    try:
+        for phase in phases:
+            if run.is_complete(phase) and not force:
+                done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
+                             "started_at_utc": None, "finished_at_utc": None})
+                if on_phase:
+                    on_phase(phase, "skip")
+                continue
             if on_phase:
-                on_phase(phase, "skip")
-            continue
-        if on_phase:
-            on_phase(phase, "start")
-        started, started_at = time.perf_counter(), archive.utc_now()
-        run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
-        done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
-                     "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-        record_missing_executions(run_dir, [phase], engine, probed)
-        if on_phase:
-            on_phase(phase, "done")
-    record_invocation(run_dir, {
-        "command": list(sys.argv) if sys.argv and sys.argv[0].endswith(("rev88", "cli.py", "__main__.py"))
-        else ["rev88", "reproduce"],
-        "engine": str(getattr(engine, "kind", "native")), "device": device, "gpus": gpus,
-        "boards": [b.record() for b in boards], "started_at_utc": invocation_started_at,
-        "finished_at_utc": archive.utc_now(), "total_s": round(time.perf_counter() - invocation_start, 3),
-        "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
-        "phases": done})
+                on_phase(phase, "start")
+            started, started_at = time.perf_counter(), archive.utc_now()
+            try:
+                run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
+            except BaseException:
+                done.append({"phase": phase, "status": "failed", "duration_s": round(time.perf_counter() - started, 3),
+                             "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
+                raise
+            done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
+                         "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
+            record_missing_executions(run_dir, [phase], engine, probed)
+            if on_phase:
+                on_phase(phase, "done")
+    except BaseException:
+        record("failed")  # the phases that ran before keep their stamps; a resume skips them
+        raise
+    record("complete")
     code, verdict = run_verifier(run_dir, on_line=on_line)
     return {
         "run_dir": str(run_dir),
@@ -337,6 +350,7 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
         "phases": done,
         "boards": [b.record() for b in boards],
         "total_s": round(sum(p["duration_s"] for p in done), 3),
+        "total_s_covers": "the phases' durations summed (the recorded invocation total adds the probe)",
         "verify_exit_code": code,
         "verdict": verdict,
     }

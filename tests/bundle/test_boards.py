@@ -91,3 +91,78 @@ def test_gpu_lock_serialises_processes(tmp_path: Path) -> None:
     t1, _ = map(float, out1[0].split())
     t2, waited2 = map(float, out2[0].split())
     assert t2 - t1 >= 0.9 and waited2 > 0.3
+
+
+def test_tickets_keep_the_design_order(tmp_path: Path) -> None:
+    """Three real processes, the first one slow to arrive: they still take the lock in ticket order."""
+    import subprocess
+    import sys
+
+    from bundle.phases.fixture_runner import run_overlapped
+
+    lock = tmp_path / "gpu.lock"
+    log = tmp_path / "order.txt"
+    code = ("import os, sys, time; time.sleep(float(sys.argv[1])); from bundle.fixture import Timeline, acquire_gpu_lock; "
+            "info = acquire_gpu_lock(Timeline()); open(sys.argv[2], 'a').write(os.environ['REV88_GPU_TICKET'] + '\\n'); "
+            "time.sleep(0.2)")
+
+    def job(k: int, delay: float):
+        def run() -> int:
+            env = {**__import__("os").environ, **boards.placement_env(None, str(lock), k)}
+            return subprocess.run([sys.executable, "-c", code, str(delay), str(log)], env=env, check=True).returncode
+        return run
+
+    assert run_overlapped([job(0, 1.0), job(1, 0.0), job(2, 0.0)], 3, Path(str(lock) + ".turn")) == [0, 0, 0]
+    assert log.read_text().split() == ["0", "1", "2"]
+
+
+def test_first_failure_stops_the_rest(tmp_path: Path) -> None:
+    from bundle.phases.fixture_runner import run_overlapped
+
+    ran: list[int] = []
+
+    def job(k: int):
+        def run() -> int:
+            ran.append(k)
+            if k == 0:
+                raise BundleError("job 0 failed")
+            return k
+        return run
+
+    turn = tmp_path / "gpu.lock.turn"
+    with pytest.raises(BundleError, match="job 0 failed"):
+        run_overlapped([job(k) for k in range(10)], 2, turn)
+    assert len(ran) < 10 and turn.read_text().strip() == "-1"
+
+
+def test_board_lists_and_digits_are_checked() -> None:
+    with pytest.raises(BundleError, match="distinct board UUIDs"):
+        boards.parse_board_list("junk,,junk")
+    with pytest.raises(BundleError, match="named twice"):
+        boards.parse_board_list("GPU-a1,GPU-a1")
+    with pytest.raises(BundleError, match="neither an NVML index"):
+        boards.select("²", HOST)
+
+
+def test_jobs_need_fresh_processes(tmp_path: Path) -> None:
+    from bundle.phases.qualify import run_qualification
+
+    with pytest.raises(BundleError, match="needs fresh processes"):
+        run_qualification(tmp_path / "run", device="cpu", draws=[0], jobs=2)
+
+
+def test_a_failing_draw_keeps_the_finished_ones_staged(tmp_path: Path) -> None:
+    from bundle.phases.fixture_runner import FreshProcessRunner
+    from bundle.phases.qualify import run_qualification
+
+    real = FreshProcessRunner(SubprocessEngine(), tmp_path / "work", device="cpu")
+
+    def runner(i, inputs):
+        if i == 1:
+            raise BundleError("draw 1 failed on purpose")
+        return real(i, inputs)
+
+    with pytest.raises(BundleError, match="draw 1 failed"):
+        run_qualification(tmp_path / "run", device="cpu", draws=[0, 1], runner=runner, jobs=2)
+    staged = tmp_path / "run" / ".staging" / "qualify"
+    assert (staged / "draw-00.json.gz").is_file() and not (staged / "draw-01.json.gz").exists()

@@ -52,6 +52,20 @@ def test_container_options_follow_the_spec(tmp_path: Path) -> None:
         DockerEngine("example/image:tag", gpu_count=0)
 
 
+def test_a_placed_job_gets_exactly_its_boards(tmp_path: Path) -> None:
+    """--gpus: a job whose env carries CUDA_VISIBLE_DEVICES=<uuid> asks Docker for that board only."""
+    pytest.importorskip("docker")
+    from bundle.boards import Board, placement_env
+
+    engine = DockerEngine("example/image:tag", client=object())
+    board = Board(None, "GPU-fake-b")
+    spec = JobSpec(name="qualify/draw-01", argv=("{python}", "-V"), env=placement_env(board), workdir=tmp_path)
+    (request,) = engine.container_options(spec)["device_requests"]
+    assert request["DeviceIDs"] == ["GPU-fake-b"] and request["Capabilities"] == [["gpu"]]
+    assert request.get("Count") in (None, 0)
+    assert engine.container_options(spec)["environment"]["REV88_BOARD_UUID"] == "GPU-fake-b"
+
+
 @pytest.fixture(scope="module")
 def client():
     docker = pytest.importorskip("docker")

@@ -15,7 +15,7 @@ from verify.registry import verify_archive
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201"
 CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
-          "placement.board", "qualify.concurrency")
+          "placement.board", "placement.recorded", "qualify.concurrency")
 
 
 def _statuses(path: Path) -> dict[str, set[str]]:
@@ -53,6 +53,10 @@ def _board(rec: dict) -> None:
     rec["fixture"]["placement"]["board_uuid"] = "GPU-00000000-0000-0000-0000-000000000000"
 
 
+def _unplaced(rec: dict) -> None:
+    rec["fixture"]["placement"]["given_board_uuid"] = None
+
+
 def _alone(rec: dict) -> None:
     rec["concurrency"]["ran_alone"] = True
     rec["concurrency"]["overlapping_draws"] = []
@@ -64,6 +68,7 @@ def _alone(rec: dict) -> None:
     ("qualify/accuracy.json.gz", _stamp, "reproduce.timing.record_stamps"),
     ("qualify/draw-04.json.gz", _board, "placement.board"),
     ("qualify/draw-07.json.gz", _alone, "qualify.concurrency"),
+    ("qualify/draw-09.json.gz", _unplaced, "placement.recorded"),
 ])
 def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)

@@ -138,6 +138,20 @@ def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") 
                                   what="trial row recomputed from the record's raw stamps"))
         for k in en.PER_TASK_KEYS:
             values.setdefault(ws, {key: [] for key in en.PER_TASK_KEYS})[k].append(fig[k])
+    if "executed_order" in summary or "next_trial_prestarted" in settings:
+        # since 2026-12-01: the order the trials ran in, from their completion stamps; a deviation is declared
+        from bundle.phases.energy import ORDER_DEVIATION, executed_order  # noqa: PLC0415
+
+        stamps = [(json_record(f, f"energy/{get_str(t, 'record', rel)}") or {}).get("completed_at_utc", "")
+                  for t in trials]
+        ran = executed_order(stamps)
+        out.append(check_equal("energy.interleaved.executed_order", rel,
+                               {"executed_order": summary.get("executed_order"),
+                                "order_deviation": summary.get("order_deviation")},
+                               {"executed_order": ran,
+                                "order_deviation": None if ran == list(range(len(trials))) else ORDER_DEVIATION},
+                               what="the order the trials ran in (their records' completion stamps), and the "
+                                    "deviation from the design order declared where there is one"))
     recorded = get_dict(summary, "summaries", rel)
     for ws in WORKSPACES:
         for k in en.PER_TASK_KEYS:

@@ -13,7 +13,9 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
 ``CUDA_VISIBLE_DEVICES`` is the given UUID; qualification records' ``concurrency`` is
-consistent with the draws' spans (``overlapping_draws`` recomputed, ``ran_alone``).
+consistent with the draws' spans (``overlapping_draws`` recomputed, ``ran_alone``). When every
+invocation placed its jobs (``boards`` listed), every fixture record must name its given board
+(``placement.recorded``).
 
 Archives without these keys (the original, and ours before 2026-12-01) get no verdict here.
 """
@@ -93,6 +95,11 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
                 last_run[name] = (i, ps, pf)
             return v
         out += guarded("reproduce.timing.error", where, one)
+    present = sorted({rel.split("/")[0] for rel in f.content if "/" in rel and rel.split("/")[0] in PHASE_ORDER})
+    missing = [p for p in present if p not in last_run]
+    out.append(check_true("reproduce.timing.phases_ran", rel, not missing,
+                          f"phase(s) {missing} are in the archive but no recorded invocation ran them",
+                          recorded=sorted(last_run), recomputed=present))
     for name, (i, ps, pf) in sorted(last_run.items()):
         if not any(rel_.startswith(f"{name}/") for rel_ in f.content):
             continue
@@ -112,46 +119,94 @@ def _fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
         rec = json_record(f, rel)
         if not isinstance(rec, dict):
             continue
-        if isinstance(rec.get("placement"), dict):
+        if "placement" in rec:
             out.append((rel, rec))
-        elif isinstance((rec.get("fixture") or {}).get("placement"), dict):
-            out.append((rel, {"placement": rec["fixture"]["placement"], "device": "cuda"}))
+        elif isinstance(rec.get("fixture"), dict) and "placement" in rec["fixture"]:
+            fx = rec["fixture"]
+            device = "cuda" if (fx.get("hardware") or {}).get("cuda_available", True) else "cpu"
+            out.append((rel, {"placement": fx["placement"], "device": device, "hardware": fx.get("hardware")}))
     return out
 
 
 def check_placement(f: ArchiveFiles) -> list[CheckResult]:
     """Every placed job ran on the board it was given, one of the boards the run used."""
     env = json_record(f, "environment.json.gz") or {}
-    listed = {b.get("uuid") for inv in env.get("reproduce_invocations") or [] for b in inv.get("boards") or []}
+    invocations = env.get("reproduce_invocations") or []
+    listed = {b.get("uuid") for inv in invocations for b in inv.get("boards") or []}
     out: list[CheckResult] = []
+    placed = [rel for rel, rec in _fixture_records(f)
+              if isinstance(rec.get("placement"), dict) and rec["placement"].get("given_board_uuid")]
+    if placed:
+        out.append(check_true("placement.invocation", "environment.json.gz", bool(listed),
+                              f"{len(placed)} record(s) were given a board (first {placed[0]}) but no reproduce "
+                              "invocation lists the run's boards", recorded=sorted(listed)))
+    if invocations and all(inv.get("boards") for inv in invocations):
+        # every invocation placed its jobs (--gpus): every fixture record must say which board it was given
+        for rel in sorted(f.content):
+            if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify", "validate"):
+                rec = json_record(f, rel)
+                if not isinstance(rec, dict) or not ("buffer_inventory" in rec or "fixture" in rec):
+                    continue
+                pl = rec.get("placement") if "placement" in rec else (rec.get("fixture") or {}).get("placement")
+                out.append(check_true("placement.recorded", rel, isinstance(pl, dict) and bool(pl.get("given_board_uuid")),
+                                      "the run placed every job on a board (--gpus), but this record names none",
+                                      recorded=pl))
     for rel, rec in _fixture_records(f):
         def one(rel: str = rel, rec: dict = rec) -> list[CheckResult]:
             pl = get_dict(rec, "placement", rel)
             given = pl.get("given_board_uuid")
-            if given is None:
-                return []
             cuda = rec.get("device", "cuda") == "cuda"
-            v = [check_true("placement.board", rel,
-                            pl.get("cuda_visible_devices") == given and (not cuda or pl.get("board_uuid") == given)
-                            and (not listed or given in listed),
-                            f"given board {given}, CUDA_VISIBLE_DEVICES {pl.get('cuda_visible_devices')}, found "
-                            f"{pl.get('board_uuid')}, run's boards {sorted(b for b in listed if b)}",
-                            recorded=pl.get("board_uuid"), recomputed=given)]
+            hw = rec.get("hardware") if isinstance(rec.get("hardware"), dict) else {}
+            # the board found is the fixture's own device, whatever it was given
+            v = [check_true("placement.found", rel,
+                            not cuda or not hw.get("uuid") or (pl.get("board_uuid") == hw.get("uuid")
+                                                               and pl.get("nvml_pci_bus_id") == hw.get("nvml_pci_bus_id")),
+                            f"placement names board {pl.get('board_uuid')} ({pl.get('nvml_pci_bus_id')}) but the record's "
+                            f"device is {hw.get('uuid')} ({hw.get('nvml_pci_bus_id')})",
+                            recorded=pl.get("board_uuid"), recomputed=hw.get("uuid"))]
+            if given is None:
+                return v
+            v.append(check_true("placement.board", rel,
+                                pl.get("cuda_visible_devices") == given and (not cuda or pl.get("board_uuid") == given)
+                                and given in listed,
+                                f"given board {given}, CUDA_VISIBLE_DEVICES {pl.get('cuda_visible_devices')}, found "
+                                f"{pl.get('board_uuid')}, run's boards {sorted(b for b in listed if b)}",
+                                recorded=pl.get("board_uuid"), recomputed=given))
             return v
         out += guarded("placement.error", rel, one)
-    spans, concurrency = {}, {}
+    out += guarded("qualify.concurrency.error", "qualify/", lambda: _check_concurrency(f, invocations))
+    return out
+
+
+def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
+    """Overlaps recomputed per qualification invocation; spans inside the phase; jobs at once <= jobs."""
+    groups: dict[Any, dict[int, tuple[str, dict]]] = {}
     for rel in sorted(f.content):
         if rel.startswith("qualify/draw-") and rel.endswith(".json.gz"):
             rec = json_record(f, rel) or {}
             c = rec.get("concurrency")
             if isinstance(c, dict):
-                spans[rec.get("draw_index")] = (float(c["started_s"]), float(c["finished_s"]))
-                concurrency[rec.get("draw_index")] = (rel, c)
-    for draw, (rel, c) in sorted(concurrency.items()):
-        s1, e1 = spans[draw]
-        peers = sorted(j for j, (s2, e2) in spans.items() if j != draw and s2 < e1 and s1 < e2)
-        out.append(check_equal("qualify.concurrency", rel,
-                               {"overlapping_draws": c.get("overlapping_draws"), "ran_alone": c.get("ran_alone")},
-                               {"overlapping_draws": peers, "ran_alone": not peers},
-                               what="draws that ran beside this one, from every draw's recorded span"))
+                groups.setdefault(c.get("invocation_started_at_utc"), {})[rec.get("draw_index")] = (rel, c)
+    ran = [p for inv in invocations for p in inv.get("phases") or [] if p.get("phase") == "qualify"
+           and p.get("status") == "ran"]
+    out: list[CheckResult] = []
+    for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        spans = {d: (float(c["started_s"]), float(c["finished_s"])) for d, (_, c) in members.items()}
+        for draw, (rel, c) in sorted(members.items()):
+            s1, e1 = spans[draw]
+            peers = sorted(j for j, (s2, e2) in spans.items() if j != draw and s2 < e1 and s1 < e2)
+            at_once = 1 + max((sum(1 for j, (s2, e2) in spans.items() if j != draw and s2 <= t < e2)
+                               for t in [s1]), default=0)
+            out.append(check_equal("qualify.concurrency", rel,
+                                   {"overlapping_draws": c.get("overlapping_draws"), "ran_alone": c.get("ran_alone"),
+                                    "within_jobs": at_once <= int(c.get("jobs") or 0)},
+                                   {"overlapping_draws": peers, "ran_alone": not peers, "within_jobs": True},
+                                   what="draws that ran beside this one (from every draw's span in the same "
+                                        "invocation), no more at once than its jobs"))
+        if ran and key is not None:
+            span = max(e for _, e in spans.values()) - min(s for s, _ in spans.values())
+            longest = max(float(p["duration_s"]) for p in ran)
+            out.append(check_true("qualify.concurrency.inside_phase", f"qualify/ ({key})", span <= longest + SLACK_S,
+                                  f"the draws' spans cover {span:.1f} s, more than the qualify phase took "
+                                  f"({longest:.1f} s)", recorded=round(span, 3), recomputed=longest))
     return out
