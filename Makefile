@@ -49,6 +49,7 @@ $(VENV)/.learner: pyproject.toml | $(BIN)/python
 # target reinstalls what is there.
 $(VENV)/.test: pyproject.toml $(VENV)/.learner
 	$(BIN)/python -m pip install -q -e ".[learner,test,report,docker,ncu]"
+	$(BIN)/python -c "import triton" 2>/dev/null || $(BIN)/python -m pip install -q -e ".[fused]"
 	@touch $(VENV)/.base $(VENV)/.docker $(VENV)/.report $@
 
 # The docker engine needs only the SDK on the host (torch runs inside the image).
