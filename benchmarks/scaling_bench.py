@@ -5,8 +5,9 @@ phases' recorded durations). B > 1 is a model built from the same archive's per-
 as a model, not measured (the multi-board device run is a separate issue):
 
 * validate, compare: on the first board only — unchanged;
-* qualify: draw i on board i mod B, all at once; a board's share is ceil(11 / B) draws, so the
-  phase scales by ceil(11 / B) / 11, but never below the slowest single draw process recorded;
+* qualify: draw i on board i mod B, all at once; the phase's time beyond its slowest draw (job
+  start, inputs, scoring) stays, the draws' part scales with a board's share ceil(11 / B) / 11 of
+  the slowest draw, but never below the fastest draw recorded;
 * energy: one whole interleaved design per board, all at the same time — unchanged wall time,
   B designs (and a between-board spread) instead of one;
 * profile: ncu run k on board k mod B; the busiest board has ceil(R·4 / B) runs, so the phase
@@ -50,8 +51,10 @@ def model(archive: Path, phases: dict[str, float], boards: int) -> dict[str, flo
     out = dict(phases)
     draws = sorted((archive / "qualify").glob("draw-*.json.gz"))
     if "qualify" in phases and draws:
-        slowest = max(_json(d)["timing"]["runner_wall_seconds"] for d in draws)
-        out["qualify"] = max(slowest, phases["qualify"] * math.ceil(len(draws) / boards) / len(draws))
+        times = [_json(d)["timing"]["runner_wall_seconds"] for d in draws]
+        slowest, fastest = max(times), min(times)
+        overhead = max(0.0, phases["qualify"] - slowest)  # job start, inputs, scoring: not per draw
+        out["qualify"] = overhead + max(fastest, slowest * math.ceil(len(draws) / boards) / len(draws))
     runs = [p for p in sorted((archive / "profile").glob("workspace-*-r[0-9][0-9].json.gz"))]
     if "profile" in phases and runs:
         longest = max(_json(r)["duration_s"] for r in runs)
