@@ -299,6 +299,11 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     return record
 
 
+def board_of(record: Mapping[str, Any]) -> str | None:
+    """The board UUID a profile run's fixture found (its ``fixture.placement``), ``None`` if unrecorded."""
+    return (((record.get("fixture") or {}).get("placement")) or {}).get("board_uuid")
+
+
 def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per profile: the repeats' normalised figures, their mean and sample SD (numpy, ddof 1)."""
     out: dict[str, Any] = {}
@@ -309,8 +314,7 @@ def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]
             "runs": [], "repeats": []})
         rec = records[run.name]
         entry["runs"].append(run.name)
-        entry.setdefault("board_of_repeat", []).append(((rec.get("fixture") or {}).get("placement") or {})
-                                                         .get("board_uuid"))
+        entry.setdefault("board_of_repeat", []).append(board_of(rec))
         entry["repeats"].append({k: rec[k] for k in counters.normalise_counters(rec["metric_rows"], run.sequences)})
     for entry in out.values():
         entry.update(counters.summarise_repeats(entry["repeats"]))
@@ -420,9 +424,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                           "ncu_runs_started_at_once_per_board": max(1, overlap),
                           "gpu_lock": "each run's fixture processes take the board's GPU lock before CUDA "
                                       "initialisation and hold it until they exit",
-                          "board_of_run": {name: (rec.get("fixture") or {}).get("placement", {}) and
-                                           (rec["fixture"]["placement"] or {}).get("board_uuid")
-                                           for name, rec in records.items()}},
+                          "board_of_run": {name: board_of(rec) for name, rec in records.items()}},
             "phase_wall_s": time.monotonic() - started,
             "phase_wall_s_covers": "this invocation of the phase (runs resumed from an earlier one are not re-timed)",
             "completed_at_utc": archive.utc_now(),

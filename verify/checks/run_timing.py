@@ -180,6 +180,8 @@ def check_placement(f: ArchiveFiles) -> list[CheckResult]:
 
 def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
     """Overlaps recomputed per qualification invocation; spans inside the phase; jobs at once <= jobs."""
+    from bundle.phases.qualify import overlaps  # noqa: PLC0415  (the writer's pure rule; no torch)
+
     groups: dict[Any, dict[int, tuple[str, dict]]] = {}
     for rel in sorted(f.content):
         if rel.startswith("qualify/draw-") and rel.endswith(".json.gz"):
@@ -192,11 +194,11 @@ def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
     out: list[CheckResult] = []
     for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
         spans = {d: (float(c["started_s"]), float(c["finished_s"])) for d, (_, c) in members.items()}
+        beside = overlaps(spans)
         for draw, (rel, c) in sorted(members.items()):
-            s1, e1 = spans[draw]
-            peers = sorted(j for j, (s2, e2) in spans.items() if j != draw and s2 < e1 and s1 < e2)
-            at_once = 1 + max((sum(1 for j, (s2, e2) in spans.items() if j != draw and s2 <= t < e2)
-                               for t in [s1]), default=0)
+            s1, _ = spans[draw]
+            peers = beside[draw]
+            at_once = 1 + sum(1 for j, (s2, e2) in spans.items() if j != draw and s2 <= s1 < e2)
             out.append(check_equal("qualify.concurrency", rel,
                                    {"overlapping_draws": c.get("overlapping_draws"), "ran_alone": c.get("ran_alone"),
                                     "within_jobs": at_once <= int(c.get("jobs") or 0)},
