@@ -1,4 +1,4 @@
-"""The real H200 run archive (evidence/h200-20261130): verified with 0 FAIL, tampering caught, reports.
+"""The real H200 run archive (evidence/h200-20261201): verified with 0 FAIL, tampering caught, reports.
 
 The full verification (with the four stored ``.ncu-rep`` reads, ~14 s on 2 cores) runs once
 per module; tamper and forgery tests hide ``ncu_report`` so they stay short.
