@@ -29,6 +29,11 @@ GIVEN_ENV = "REV88_BOARD_UUID"
 LOCK_ENV = "REV88_GPU_LOCK"
 #: The job's position in its lock's queue (bundle.fixture.acquire_gpu_lock keeps the design's order).
 TICKET_ENV = "REV88_GPU_TICKET"
+#: How much of a fixture process the lock covers: ``process`` (default: exclusive from before CUDA
+#: initialisation to exit) or ``range`` (profile mode: shared while preparing, exclusive from the
+#: warm-ups before the profiled range to its end; see bundle.fixture.acquire_gpu_lock).
+LOCK_SCOPE_ENV = "REV88_GPU_LOCK_SCOPE"
+LOCK_SCOPES = ("process", "range")
 _UUID_RE = re.compile(r"(GPU|MIG)-[0-9A-Za-z-]+")
 
 
@@ -140,13 +145,21 @@ def round_robin(boards: Sequence[Board]) -> Iterator[Board]:
     return itertools.cycle(boards)
 
 
-def placement_env(board: Board | None, lock_path: str | None = None, ticket: int | None = None) -> dict[str, str]:
+def placement_env(board: Board | None, lock_path: str | None = None, ticket: int | None = None,
+                  lock_scope: str = "process") -> dict[str, str]:
     """The environment that places a job on *board* (empty for ``None``).
 
     ``CUDA_VISIBLE_DEVICES`` and :data:`GIVEN_ENV` carry the UUID; :data:`LOCK_ENV` the lock file
     when the phase serialises the GPU part of its fixture processes, :data:`TICKET_ENV` the job's
-    position in that lock's queue.
+    position in that lock's queue, :data:`LOCK_SCOPE_ENV` what the lock covers (only when it is
+    not the default ``process``; a ``range`` lock takes no ticket).
+
+    Raises:
+        BundleError: an unknown *lock_scope*, or a ticket with a ``range`` lock.
     """
+    if lock_scope not in LOCK_SCOPES or (lock_scope == "range" and ticket is not None):
+        raise BundleError(f"GPU lock scope {lock_scope!r} with ticket {ticket!r}: use 'process' (any ticket) or "
+                          "'range' (no ticket)")
     env: dict[str, str] = {}
     if board is not None:
         env[VISIBLE_ENV] = board.uuid
@@ -155,6 +168,8 @@ def placement_env(board: Board | None, lock_path: str | None = None, ticket: int
         env[LOCK_ENV] = str(lock_path)
         if ticket is not None:
             env[TICKET_ENV] = str(int(ticket))
+        if lock_scope != "process":
+            env[LOCK_SCOPE_ENV] = lock_scope
     return env
 
 

@@ -77,36 +77,56 @@ class Timeline:
         return f"fixture timeline (s): interpreter-to-import {self.process_age_at_import_s}; {steps}"
 
 
-def acquire_gpu_lock(timeline: Timeline) -> dict[str, Any] | None:
+def acquire_gpu_lock(timeline: Timeline, mode: str = "measure") -> dict[str, Any] | None:
     """Wait for this job's turn and the board's GPU lock (``$REV88_GPU_LOCK``) before touching CUDA.
 
     A phase that starts several fixture processes for one board at once (the energy trials and the
-    ncu runs) gives them one lock file: each process imports torch and reads its inputs (CPU only)
-    while another holds the GPU, then holds the lock (``fcntl.flock``, exclusive) from before CUDA
-    initialisation until it exits, so no two of them ever use the GPU at the same time. Under ncu's
-    app-range replay every pass is such a process, so another run's pass may come between two passes.
+    ncu runs) gives them one lock file (``fcntl.flock``). Each process imports torch and reads its
+    inputs (CPU only) before it asks for the lock. What the lock then covers is
+    ``$REV88_GPU_LOCK_SCOPE``:
 
-    Order: with ``$REV88_GPU_TICKET`` (the job's position, 0, 1, …) the process first waits until
-    the turn file ``<lock>.turn`` holds its ticket, and after taking the lock writes ticket + 1, so
-    the jobs hold the GPU in the design's order (a turn of ``-1`` means an earlier job failed:
-    this one refuses to run). Without ``$REV88_GPU_LOCK`` nothing is locked.
+    * ``process`` (default): exclusive from before CUDA initialisation until the process exits, so
+      no two of them ever use the GPU at the same time (the energy trials: their idle windows need
+      a quiet board).
+    * ``range`` (profile mode only): shared from before CUDA initialisation, so several processes
+      initialise CUDA, prepare and run their first invocation at once; :func:`exclusive_gpu_lock`
+      makes it exclusive from the warm-ups before the profiled range until the process exits. No
+      other process of the lock uses the GPU from this process's warm-ups on, so the range sees
+      the same quiet board as with ``process`` (``--cache-control none``: the L2 holds what the
+      warm-ups left); only the preparations overlap one another. Under ncu's
+      app-range replay every pass is such a process, so another run's pass may come between two
+      passes, as with ``process``.
+
+    Order (``process`` only): with ``$REV88_GPU_TICKET`` (the job's position, 0, 1, …) the process
+    first waits until the turn file ``<lock>.turn`` holds its ticket, and after taking the lock
+    writes ticket + 1, so the jobs hold the GPU in the design's order (a turn of ``-1`` means an
+    earlier job failed: this one refuses to run). Without ``$REV88_GPU_LOCK`` nothing is locked.
 
     Returns:
-        ``{"path", "ticket", "waited_s", "acquired_at_s"}`` (s; ``acquired_at_s`` on the
-        timeline; ``ticket`` ``None`` without one), or ``None`` without a lock.
+        ``{"path", "ticket", "scope", "waited_s", "acquired_at_s"}`` (s; ``acquired_at_s`` on the
+        timeline; ``ticket`` ``None`` without one), or ``None`` without a lock. A ``range`` lock's
+        record gains ``exclusive`` from :func:`exclusive_gpu_lock`.
 
     Raises:
-        BundleError: the lock or turn file cannot be used, a malformed ticket, or an earlier job
-            of the same lock failed.
+        BundleError: the lock or turn file cannot be used, a malformed ticket, an unknown scope, a
+            ``range`` scope outside profile mode or with a ticket, or an earlier job of the same
+            lock failed.
     """
     import fcntl  # noqa: PLC0415  (POSIX; the fixture runs on Linux)
 
-    from bundle.boards import LOCK_ENV, TICKET_ENV  # noqa: PLC0415
+    from bundle.boards import LOCK_ENV, LOCK_SCOPE_ENV, LOCK_SCOPES, TICKET_ENV  # noqa: PLC0415
 
     path = os.environ.get(LOCK_ENV)
     if not path:
         return None
+    scope = os.environ.get(LOCK_SCOPE_ENV) or "process"
     raw_ticket = os.environ.get(TICKET_ENV)
+    if scope not in LOCK_SCOPES:
+        raise BundleError(f"{LOCK_SCOPE_ENV}={scope!r} is not one of {', '.join(LOCK_SCOPES)}: set by the phase, "
+                          "do not edit")
+    if scope == "range" and (mode != "profile" or raw_ticket is not None):
+        raise BundleError(f"{LOCK_SCOPE_ENV}=range is for profile-mode fixtures without a ticket (this one: mode "
+                          f"{mode}, ticket {raw_ticket!r}): a measure or energy job needs the whole-process lock")
     if raw_ticket is not None and not re.fullmatch(r"[0-9]{1,9}", raw_ticket):
         raise BundleError(f"{TICKET_ENV}={raw_ticket!r} is not a job position (0, 1, …): set by the phase, do not edit")
     ticket = None if raw_ticket is None else int(raw_ticket)
@@ -122,7 +142,7 @@ def acquire_gpu_lock(timeline: Timeline) -> dict[str, Any] | None:
                 break
             time.sleep(0.02)
         handle = open(path, "a+b")  # noqa: SIM115  (held open until the process exits)
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH if scope == "range" else fcntl.LOCK_EX)
         if ticket is not None:
             from bundle import archive  # noqa: PLC0415
 
@@ -132,8 +152,35 @@ def acquire_gpu_lock(timeline: Timeline) -> dict[str, Any] | None:
                           "writable from the job") from None
     _HELD_LOCKS.append(handle)
     timeline.mark("gpu_lock_acquired")
-    return {"path": path, "ticket": ticket, "waited_s": round(time.perf_counter() - start, 4),
+    return {"path": path, "ticket": ticket, "scope": scope, "waited_s": round(time.perf_counter() - start, 4),
             "acquired_at_s": timeline.steps[-1]["at_s"]}
+
+
+def exclusive_gpu_lock(gpu_lock: dict[str, Any] | None, timeline: Timeline) -> None:
+    """Make a ``range`` GPU lock exclusive until the process exits (see :func:`acquire_gpu_lock`).
+
+    Called before the profile warm-ups: from there on no other process of the lock touches the GPU
+    (its preparation waits), so nothing but this process's warm-ups, range, outputs and exit meets
+    the range. Adds ``gpu_lock["exclusive"] = {"waited_s", "acquired_at_s"}`` (s, on the timeline,
+    whose steps gain ``gpu_lock_exclusive``). Does nothing for ``None`` or a ``process`` lock
+    (exclusive already).
+
+    Raises:
+        BundleError: the lock cannot be converted.
+    """
+    if gpu_lock is None or gpu_lock.get("scope") != "range":
+        return
+    import fcntl  # noqa: PLC0415
+
+    start = time.perf_counter()
+    try:
+        # flock converts by releasing and re-taking: the other holders' shared locks end first.
+        fcntl.flock(_HELD_LOCKS[-1].fileno(), fcntl.LOCK_EX)
+    except OSError as exc:
+        raise BundleError(f"cannot take the GPU lock {gpu_lock['path']} exclusively ({exc.strerror})") from None
+    timeline.mark("gpu_lock_exclusive")
+    gpu_lock["exclusive"] = {"waited_s": round(time.perf_counter() - start, 4),
+                             "acquired_at_s": timeline.steps[-1]["at_s"]}
 
 
 _HELD_LOCKS: list[Any] = []
@@ -554,8 +601,14 @@ def buffer_inventory(task: Any, allocated_bytes: int) -> dict[str, Any]:
     }
 
 
-def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: str) -> dict[str, Any]:
-    """Spec 6.2: warm-ups, then the measured range between cudaProfilerStart and Stop."""
+def _profile_range(task: Any, torch: Any, scope: str, repeats: int, workspace: str,
+                   gpu_lock: dict[str, Any] | None = None, timeline: Timeline | None = None) -> dict[str, Any]:
+    """Spec 6.2: warm-ups, then the measured range between cudaProfilerStart and Stop.
+
+    A ``range`` lock becomes exclusive first (:func:`exclusive_gpu_lock`): another process's GPU
+    work never overlaps the warm-ups or the range.
+    """
+    exclusive_gpu_lock(gpu_lock, timeline if timeline is not None else Timeline())
     for _ in range(PROFILE_WARMUP_TASKS):
         task.run()
     torch.cuda.synchronize()
@@ -609,7 +662,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     timeline.mark("torch_imported")
 
     cuda = device == "cuda"
-    gpu_lock = acquire_gpu_lock(timeline) if cuda else None
+    gpu_lock = acquire_gpu_lock(timeline, mode) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
         raise BundleError(f"CUDA is not available to torch {torch.__version__}: the fixture needs a GPU")
@@ -673,7 +726,8 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     placement = placement_record(hardware, gpu_lock, cuda=cuda)
     software = hostinfo.software_record()
     timeline.mark("reference_hashes_and_host_records")
-    profile = _profile_range(task, torch, scope, repeats, workspace) if mode == "profile" else None
+    profile = (_profile_range(task, torch, scope, repeats, workspace, gpu_lock, timeline)
+               if mode == "profile" else None)
     if profile is not None:
         timeline.mark("profile_range_done")
     energy_record = None

@@ -121,6 +121,7 @@ ATTESTATIONS: tuple[Attestation, ...] = (
     Attestation(RUN, "*", "**.timeline.scope", _TEXT),
     Attestation(RUN, "*", "**.placement.gpu_lock.path", "a path on the machine that ran the job"),
     Attestation(RUN, "*", "**.placement.gpu_lock.waited_s", _MEASURED_S),
+    Attestation(RUN, "*", "**.placement.gpu_lock.exclusive.waited_s", _MEASURED_S),
     Attestation(RUN, "*", "**.placement.gpu_lock.acquired_at_s",
                 "the fixture process's own clock when it took the GPU lock; no other file records that clock"),
     Attestation(RUN, "*", "**.placement.gpu_lock.ticket",

@@ -44,6 +44,9 @@ MIN_REPEATS = 3
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
 QUERY_TIMEOUT_S = 600.0
+GPU_LOCK_TEXT = ("each run's fixture processes take the board's GPU lock shared before CUDA initialisation "
+                 "(preparations of several runs overlap) and exclusively from the warm-ups before the range "
+                 "until they exit (no other job's GPU work meets a range); the metric query holds it shared")
 VERSION_NOTE = (
     "The original used Nsight Compute {pinned}; this run used {found}. Counter definitions "
     "can change between releases: compare figures across versions with that in mind."
@@ -321,11 +324,34 @@ def summarise_profiles(runs: list[ProfileRun], records: dict[str, dict[str, Any]
     return out
 
 
+def _with_shared_locks(paths: Sequence[Path], call: Callable[[], Any]) -> Any:
+    """``call()`` while holding every lock file in *paths* shared (``fcntl.flock``; created if absent).
+
+    Raises:
+        BundleError: a lock file cannot be opened or locked; whatever *call* raises.
+    """
+    import fcntl  # noqa: PLC0415  (POSIX)
+
+    handles = []
+    try:
+        for path in paths:
+            handle = open(path, "a+b")  # noqa: SIM115  (closed below)
+            handles.append(handle)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        return call()
+    except OSError as exc:
+        raise BundleError(f"cannot take the GPU lock {exc.filename or paths} shared ({exc.strerror}): check that "
+                          "the run folder is writable") from None
+    finally:
+        for handle in handles:
+            handle.close()
+
+
 def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEATS, ncu: str | None = None,
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
                 on_line: Callable[[str], None] | None = None, keep_reports: str = "first",
-                boards: Sequence[Any] = (), overlap: int = 2) -> dict[str, Any]:
+                boards: Sequence[Any] = (), overlap: int = 4) -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
     Args:
@@ -345,8 +371,12 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         boards: boards to spread the runs over (run k on board k mod B; ``bundle.boards``);
             empty: the engine's default device, as one board.
         overlap: ncu runs started at once per board (>= 1). Their fixture processes share the
-            board's GPU lock, so only one of them uses the GPU at a time; the others start ncu,
-            the interpreter and torch meanwhile (CPU only).
+            board's GPU lock in its ``range`` scope (``bundle.fixture.acquire_gpu_lock``): they
+            start ncu, the interpreter and torch, initialise CUDA and prepare at the same time,
+            but from its warm-ups before the range until it exits a process holds the board
+            alone, so no other job's GPU work meets a range. Runs take the exclusive part in
+            the order they get it (recorded per run); the interleaved plan only decides which
+            runs start first.
 
     Returns:
         The ``profiles.json.gz`` record.
@@ -366,14 +396,21 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     workdir.mkdir(parents=True, exist_ok=True)
     with run_archive.phase(PHASE, force=force) as stage:
         inputs = write_fixture_inputs(workdir, mnist_dir)
-        capabilities = record_capabilities(stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
-                                           on_line=on_line)
-        records: dict[str, dict[str, Any]] = {}
-        resumed: list[str] = []
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
         from bundle.boards import placement_env  # noqa: PLC0415
         from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
 
         places = list(boards) or [None]
+        locks = [gpu_lock_path(workdir, board) for board in places]
+        # The metric query (~16 s on the H200) runs while the first runs prepare: it holds every
+        # board's lock shared, so no range starts before it has finished.
+        query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncu-query")
+        query = query_pool.submit(_with_shared_locks, locks, lambda: record_capabilities(
+            stage, engine=engine, ncu_path=ncu_path, workdir=workdir, on_line=on_line))
+        query_pool.shutdown(wait=False)
+        records: dict[str, dict[str, Any]] = {}
+        resumed: list[str] = []
         per_board: dict[int, list[Callable[[], Any]]] = {b: [] for b in range(len(places))}
         pending: list[ProfileRun] = []
         for index, run in enumerate(runs):
@@ -386,7 +423,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             pending.append(run)
         for k, run in enumerate(pending):
             board = places[k % len(places)]
-            env = placement_env(board, str(gpu_lock_path(workdir, board)), ticket=k // len(places))
+            env = placement_env(board, str(locks[k % len(places)]), lock_scope="range")
 
             def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
                 if on_run is not None:
@@ -395,16 +432,13 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                                               inputs=inputs, on_line=on_line, placement=env,
                                               keep_report=keep_reports == "all" or run.repeat_index == 0)
             per_board[k % len(places)].append(job)
-        def turn(b: int) -> Path:
-            return Path(str(gpu_lock_path(workdir, places[b])) + ".turn")
-
         if len(places) == 1:
-            done = run_overlapped(per_board[0], max(1, overlap), turn(0))
+            done = run_overlapped(per_board[0], max(1, overlap))
         else:
-            lanes = [lambda b=b, jobs=jobs: run_overlapped(jobs, max(1, overlap), turn(b))
-                     for b, jobs in per_board.items()]
+            lanes = [lambda jobs=jobs: run_overlapped(jobs, max(1, overlap)) for jobs in per_board.values()]
             done = [item for lane in run_overlapped(lanes, len(lanes)) for item in lane]
         records.update(dict(done))
+        capabilities = query.result()
         summary = {
             "schema_version": archive.SCHEMA_VERSION,
             "draw": DRAW_INDEX,
@@ -422,8 +456,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "profiles": summarise_profiles(runs, records),
             "placement": {"boards": [b.record() if b is not None else None for b in places],
                           "ncu_runs_started_at_once_per_board": max(1, overlap),
-                          "gpu_lock": "each run's fixture processes take the board's GPU lock before CUDA "
-                                      "initialisation and hold it until they exit",
+                          "gpu_lock": GPU_LOCK_TEXT,
                           "board_of_run": {name: board_of(rec) for name, rec in records.items()}},
             "phase_wall_s": time.monotonic() - started,
             "phase_wall_s_covers": "this invocation of the phase (runs resumed from an earlier one are not re-timed)",

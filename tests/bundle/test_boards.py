@@ -93,6 +93,69 @@ def test_gpu_lock_serialises_processes(tmp_path: Path) -> None:
     assert t2 - t1 >= 0.9 and waited2 > 0.3
 
 
+_RANGE_JOB = """
+import json, sys, time
+from bundle.fixture import Timeline, acquire_gpu_lock, exclusive_gpu_lock
+t = Timeline()
+info = acquire_gpu_lock(t, "profile")
+shared_at = time.time()
+time.sleep(float(sys.argv[1]))            # 'preparation' under the shared lock
+asked_at = time.time()
+exclusive_gpu_lock(info, t)
+exclusive_at = time.time()
+time.sleep(0.6)                           # 'warm-ups and range': alone on the board
+print(json.dumps({"shared_at": shared_at, "asked_at": asked_at, "exclusive_at": exclusive_at, "end": time.time(), "info": info}))
+"""
+
+
+def _range_jobs(tmp_path: Path, preparations: list[float]) -> list[dict]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    lock = tmp_path / "gpu.lock"
+    env = {**os.environ, **boards.placement_env(None, str(lock), lock_scope="range")}
+    procs = [subprocess.Popen([sys.executable, "-c", _RANGE_JOB, str(s)], env=env, stdout=subprocess.PIPE, text=True)
+             for s in preparations]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    return [json.loads(o[0]) for o in outs]
+
+
+def test_range_lock_overlaps_preparations_but_never_a_range(tmp_path: Path) -> None:
+    """Three real processes with the profile's range-scoped lock: their shared parts overlap one another,
+    and no part of another process under the lock (its shared preparation, its exclusive range) overlaps
+    an exclusive part."""
+    jobs = _range_jobs(tmp_path, [1.5, 1.5, 1.5])
+    starts = sorted(j["shared_at"] for j in jobs)
+    assert starts[-1] - starts[0] < 1.2  # all three prepared at once (each prepares for 1.5 s)
+    for j in jobs:
+        assert j["info"]["scope"] == "range" and j["info"]["ticket"] is None
+        assert j["info"]["exclusive"]["acquired_at_s"] >= j["info"]["acquired_at_s"]
+        for other in jobs:
+            if other is j:
+                continue
+            for held in ((other["shared_at"], other["asked_at"]), (other["exclusive_at"], other["end"])):
+                assert held[1] <= j["exclusive_at"] + 0.05 or held[0] >= j["end"] - 0.05, (held, j)
+
+
+def test_range_lock_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bundle.fixture import Timeline, acquire_gpu_lock
+
+    with pytest.raises(BundleError, match="'range'"):
+        boards.placement_env(None, str(tmp_path / "l"), 0, lock_scope="range")
+    with pytest.raises(BundleError, match="scope"):
+        boards.placement_env(None, str(tmp_path / "l"), lock_scope="shared")
+    monkeypatch.setenv("REV88_GPU_LOCK", str(tmp_path / "l"))
+    monkeypatch.setenv("REV88_GPU_LOCK_SCOPE", "range")
+    with pytest.raises(BundleError, match="whole-process lock"):
+        acquire_gpu_lock(Timeline(), "measure")  # an energy or measure job never takes the range scope
+    monkeypatch.setenv("REV88_GPU_LOCK_SCOPE", "bogus")
+    with pytest.raises(BundleError, match="not one of"):
+        acquire_gpu_lock(Timeline(), "profile")
+
+
 def test_tickets_keep_the_design_order(tmp_path: Path) -> None:
     """Three real processes, the first one slow to arrive: they still take the lock in ticket order."""
     import subprocess

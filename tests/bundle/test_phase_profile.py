@@ -103,7 +103,7 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
     training = summary["profiles"]["workspace-4096-8-training"]
     assert training["mean"]["dram_read_bytes_per_sequence"] == 52_088_576.0  # S = 1
     record = archive.read_json_gz(folder / "workspace-16-8-training-r02.json.gz")
-    assert record["env"] == {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "REV88_ENGINE": "native", "REV88_GPU_TICKET": "11",
+    assert record["env"] == {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "REV88_ENGINE": "native", "REV88_GPU_LOCK_SCOPE": "range",
                              "REV88_GPU_LOCK": str((run_dir / ".work/profile/gpu-default.lock").resolve())}
     assert record["ncu_report_cross_check"] == {"status": "skipped", "reason": "ncu_report withheld by the test"}
     assert p.audit_profile_command(record["command"]) == []

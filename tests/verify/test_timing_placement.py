@@ -15,7 +15,7 @@ from verify.registry import verify_archive
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201"
 CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
-          "placement.board", "placement.recorded", "qualify.concurrency")
+          "placement.board", "placement.recorded", "placement.gpu_lock", "qualify.concurrency")
 
 
 def _statuses(path: Path) -> dict[str, set[str]]:
@@ -62,7 +62,27 @@ def _alone(rec: dict) -> None:
     rec["concurrency"]["overlapping_draws"] = []
 
 
+def _shared_energy_lock(rec: dict) -> None:
+    rec["placement"]["gpu_lock"]["scope"] = "range"  # an energy trial that shared the board
+
+
+def _lock_time(rec: dict) -> None:
+    rec["placement"]["gpu_lock"]["acquired_at_s"] += 5.0
+
+
+def _exclusive_after_range(rec: dict) -> None:
+    """A shared profile lock made exclusive only after its range: the range was not alone on the board."""
+    lock, steps = rec["placement"]["gpu_lock"], rec["timeline"]["steps"]
+    done = next(s["at_s"] for s in steps if s["step"] == "profile_range_done")
+    lock["scope"] = "range"
+    lock["exclusive"] = {"waited_s": 0.0, "acquired_at_s": done + 1.0}
+    steps.append({"step": "gpu_lock_exclusive", "at_s": done + 1.0})
+
+
 @pytest.mark.parametrize(("rel", "change", "check"), [
+    ("energy/trial-r02-workspace-16-8.json.gz", _shared_energy_lock, "placement.gpu_lock"),
+    ("energy/trial-r01-workspace-0-0.json.gz", _lock_time, "placement.gpu_lock"),
+    ("profile/workspace-16-8-task-r01.fixture.json.gz", _exclusive_after_range, "placement.gpu_lock"),
     ("environment.json.gz", _phase("energy"), "reproduce.timing.phase"),
     ("environment.json.gz", _total, "reproduce.timing.total"),
     ("qualify/accuracy.json.gz", _stamp, "reproduce.timing.record_stamps"),

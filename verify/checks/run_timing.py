@@ -164,6 +164,7 @@ def check_placement(f: ArchiveFiles) -> list[CheckResult]:
                             f"placement names board {pl.get('board_uuid')} ({pl.get('nvml_pci_bus_id')}) but the record's "
                             f"device is {hw.get('uuid')} ({hw.get('nvml_pci_bus_id')})",
                             recorded=pl.get("board_uuid"), recomputed=hw.get("uuid"))]
+            v += _check_gpu_lock(rel, rec, pl)
             if given is None:
                 return v
             v.append(check_true("placement.board", rel,
@@ -176,6 +177,43 @@ def check_placement(f: ArchiveFiles) -> list[CheckResult]:
         out += guarded("placement.error", rel, one)
     out += guarded("qualify.concurrency.error", "qualify/", lambda: _check_concurrency(f, invocations))
     return out
+
+
+def _check_gpu_lock(rel: str, rec: dict, pl: dict) -> list[CheckResult]:
+    """A fixture's GPU lock against its phase and its own timeline (``bundle.fixture.acquire_gpu_lock``).
+
+    Energy and measure jobs hold the lock for the whole process (``scope`` ``process``, absent in
+    records before the scope existed); only profile-mode jobs may share it (``range``), and those
+    must have made it exclusive before their warm-ups (timeline step ``gpu_lock_exclusive`` after
+    ``gpu_lock_acquired`` and before ``profile_range_done``, at the recorded time).
+    """
+    lock = pl.get("gpu_lock")
+    if not isinstance(lock, dict):
+        return []
+    steps = {}
+    for step in get_list(get_dict(rec, "timeline", rel), "steps", rel) if isinstance(rec.get("timeline"), dict) else []:
+        steps.setdefault(step.get("step"), step.get("at_s"))
+    scope = lock.get("scope", "process")
+    profile = rec.get("mode") == "profile"
+    exclusive = lock.get("exclusive")
+    recorded = {"scope": scope, "acquired_at_s": lock.get("acquired_at_s"),
+                "exclusive_at_s": exclusive.get("acquired_at_s") if isinstance(exclusive, dict) else None}
+    if scope == "range":
+        want_at = steps.get("gpu_lock_exclusive")
+        ordered = (isinstance(want_at, (int, float)) and isinstance(steps.get("profile_range_done"), (int, float))
+                   and steps.get("gpu_lock_acquired", -1.0) <= want_at <= steps["profile_range_done"])
+        want = {"scope": "range" if profile else "process (a measure or energy job)",
+                "acquired_at_s": steps.get("gpu_lock_acquired"),
+                "exclusive_at_s": want_at if ordered else "after gpu_lock_acquired, before profile_range_done"}
+    else:
+        want = {"scope": scope if scope == "process" else "process or range",
+                "acquired_at_s": steps.get("gpu_lock_acquired"), "exclusive_at_s": None}
+    if not steps:
+        recorded.pop("acquired_at_s")
+        want.pop("acquired_at_s")
+    return [check_equal("placement.gpu_lock", rel, recorded, want,
+                        what="lock scope allowed for the phase; taken (and made exclusive, for a shared profile "
+                             "lock, before the warm-ups) at the times the process's timeline gives")]
 
 
 def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
