@@ -141,8 +141,11 @@ def acquire_gpu_lock(timeline: Timeline, mode: str = "measure") -> dict[str, Any
             if text == str(ticket):
                 break
             time.sleep(0.02)
-        handle = open(path, "a+b")  # noqa: SIM115  (held open until the process exits)
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH if scope == "range" else fcntl.LOCK_EX)
+        # A bare descriptor, never closed here: Python's finalisation closes file objects (and so
+        # would release the lock) before the CUDA context and ncu's injection are torn down; the
+        # kernel releases this one only when the process has exited.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_SH if scope == "range" else fcntl.LOCK_EX)
         if ticket is not None:
             from bundle import archive  # noqa: PLC0415
 
@@ -150,7 +153,7 @@ def acquire_gpu_lock(timeline: Timeline, mode: str = "measure") -> dict[str, Any
     except OSError as exc:
         raise BundleError(f"cannot take the GPU lock {path} ({exc.strerror}): check that the run folder is "
                           "writable from the job") from None
-    _HELD_LOCKS.append(handle)
+    _HELD_LOCKS.append(fd)
     timeline.mark("gpu_lock_acquired")
     return {"path": path, "ticket": ticket, "scope": scope, "waited_s": round(time.perf_counter() - start, 4),
             "acquired_at_s": timeline.steps[-1]["at_s"]}
@@ -175,7 +178,7 @@ def exclusive_gpu_lock(gpu_lock: dict[str, Any] | None, timeline: Timeline) -> N
     start = time.perf_counter()
     try:
         # flock converts by releasing and re-taking: the other holders' shared locks end first.
-        fcntl.flock(_HELD_LOCKS[-1].fileno(), fcntl.LOCK_EX)
+        fcntl.flock(_HELD_LOCKS[-1], fcntl.LOCK_EX)
     except OSError as exc:
         raise BundleError(f"cannot take the GPU lock {gpu_lock['path']} exclusively ({exc.strerror})") from None
     timeline.mark("gpu_lock_exclusive")
@@ -183,7 +186,7 @@ def exclusive_gpu_lock(gpu_lock: dict[str, Any] | None, timeline: Timeline) -> N
                              "acquired_at_s": timeline.steps[-1]["at_s"]}
 
 
-_HELD_LOCKS: list[Any] = []
+_HELD_LOCKS: list[int] = []
 
 
 def placement_record(hardware: dict[str, Any], gpu_lock: dict[str, Any] | None, *, cuda: bool) -> dict[str, Any]:

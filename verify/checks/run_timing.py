@@ -124,7 +124,8 @@ def _fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
         elif isinstance(rec.get("fixture"), dict) and "placement" in rec["fixture"]:
             fx = rec["fixture"]
             device = "cuda" if (fx.get("hardware") or {}).get("cuda_available", True) else "cpu"
-            out.append((rel, {"placement": fx["placement"], "device": device, "hardware": fx.get("hardware")}))
+            out.append((rel, {"placement": fx["placement"], "device": device, "hardware": fx.get("hardware"),
+                              **{k: fx[k] for k in ("mode", "profile", "timeline") if k in fx}}))
     return out
 
 
@@ -194,7 +195,9 @@ def _check_gpu_lock(rel: str, rec: dict, pl: dict) -> list[CheckResult]:
     for step in get_list(get_dict(rec, "timeline", rel), "steps", rel) if isinstance(rec.get("timeline"), dict) else []:
         steps.setdefault(step.get("step"), step.get("at_s"))
     scope = lock.get("scope", "process")
-    profile = rec.get("mode") == "profile"
+    # profile mode: the record's mode, or (a profile run's copy of its fixture) a profile block, which
+    # fixture.profile allows in profile-mode records only
+    profile = rec.get("mode") == "profile" or ("mode" not in rec and isinstance(rec.get("profile"), dict))
     exclusive = lock.get("exclusive")
     recorded = {"scope": scope, "acquired_at_s": lock.get("acquired_at_s"),
                 "exclusive_at_s": exclusive.get("acquired_at_s") if isinstance(exclusive, dict) else None}
