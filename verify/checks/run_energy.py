@@ -1,5 +1,6 @@
 """Energy phase of a run archive: each record against the protocol settings it states, and the
-summaries (``interleaved.json.gz``, ``original-summary.json.gz``) recomputed from raw stamps.
+summaries (``interleaved.json.gz``, ``learners.json.gz``, ``original-summary.json.gz``) recomputed
+from raw stamps.
 
 A fixture record's ``energy.settings.mode`` says which protocol wrote it:
 
@@ -10,6 +11,10 @@ A fixture record's ``energy.settings.mode`` says which protocol wrote it:
   ``settings``, which must equal the phase's ``interleaved.json.gz`` settings and the job's
   ``<stem>.energy-config.json``; stamps are aligned to counter updates (``polls`` ≥ 2).
 
+``learners.json.gz`` (the ``learners`` design: (learner, workspace) arms on one board) is checked
+as an interleaved summary is, plus each trial's learner (its record's ``learner`` block) and one
+kernel source sha256 across every ``rev88-fused`` record of the archive.
+
 Trial figures are recomputed with :func:`bundle.energy.recompute_trial`; summaries with
 :func:`bundle.energy.summarise` and :func:`bundle.energy.ratio_of_means` (the writer's pure
 arithmetic; no torch).
@@ -17,7 +22,9 @@ arithmetic; no torch).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any
 
 from bundle import energy as en
@@ -93,51 +100,144 @@ def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") 
     summary = json_record(f, rel)
     if summary is None:
         return []
+    rounds = get_int(get_dict(summary, "settings", rel), "rounds", rel)
+    expected = [(r, WORKSPACES[(r + i) % 3]) for r in range(rounds) for i in range(3)]
+    return _check_design(f, rel, summary, "interleaved", expected, WORKSPACES, BASELINE,
+                         lambda t, w: (get_str(t, "workspace", w),), lambda t, w: get_str(t, "workspace", w))[0]
+
+
+LEARNERS = "energy/learners.json.gz"
+HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_learners(f: ArchiveFiles) -> list[CheckResult]:
+    """``energy/learners.json.gz`` as an interleaved summary is checked (order of its (learner,
+    workspace) arms, records, per-trial figures, summaries and ratios against ``rev88 :16:8``), and
+    each trial's learner: the record's ``learner`` block names the arm's learner (absent for
+    ``rev88``), the arm's recorded block equals its records', and every ``rev88-fused`` record of the
+    archive carries one 64-hex ``kernel_source_sha256`` and one Triton version."""
+    from bundle.phases.energy import LEARNER_ARMS, LEARNERS_BASELINE, arm_label  # noqa: PLC0415  (no torch)
+
+    summary = json_record(f, LEARNERS)
+    if summary is None:
+        return []
+    rounds = get_int(get_dict(summary, "settings", LEARNERS), "rounds", LEARNERS)
+    n = len(LEARNER_ARMS)
+    expected = [(r, *LEARNER_ARMS[(r + i) % n]) for r in range(rounds) for i in range(n)]
+    labels = tuple(arm_label(*a) for a in LEARNER_ARMS)
+    out, records = _check_design(f, LEARNERS, summary, "learners", expected, labels, LEARNERS_BASELINE,
+                                 lambda t, w: (get_str(t, "learner", w), get_str(t, "workspace", w)),
+                                 lambda t, w: get_str(t, "arm", w))
+    blocks: dict[str, Any] = {}
+    for t, record_rel, rec in records:
+        w = f"{LEARNERS}: trials.{get(t, 'position', int, LEARNERS)}"
+        learner, ws = get_str(t, "learner", w), get_str(t, "workspace", w)
+        block = rec.get("learner")
+        out.append(check_equal("energy.learners.trial_learner", record_rel,
+                               {"arm": get_str(t, "arm", w), "record_learner": None if block is None else block.get("name")},
+                               {"arm": arm_label(learner, ws), "record_learner": None if learner == "rev88" else learner},
+                               what="the trial's arm label and the learner its record names (no block for rev88)"))
+        blocks.setdefault(arm_label(learner, ws), block)
+    arms = get_list(summary, "arms", LEARNERS)
+    want = [{"label": arm_label(learner, ws), "learner": learner, "workspace": ws,
+             "learner_block": blocks.get(arm_label(learner, ws))} for learner, ws in LEARNER_ARMS]
+    out.append(check_equal("energy.learners.arms", LEARNERS, arms, want,
+                           what="the arms in design order, each with its records' learner block"))
+    return out + check_fused_blocks(f)
+
+
+def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None]]:
+    """(path, learner block, device) of every fixture record of the archive that ran ``rev88-fused``
+    (a qualification record's block sits in its ``fixture``)."""
+    from verify.checks import run, run_consistency  # noqa: PLC0415
+
+    found = [(rel, rec.get("learner"), rec.get("device")) for rel, rec in run.fixture_records(f)]
+    for rel in run_consistency.qualify_records(f):
+        fx = f.json(rel).get("fixture") or {}
+        found.append((rel, fx.get("learner"), None))
+    return [(rel, b, dev) for rel, b, dev in found if isinstance(b, dict) and b.get("name") == "rev88-fused"]
+
+
+def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
+    """Every ``rev88-fused`` record: one 64-hex kernel source sha256 and one Triton version across the
+    archive, and Triton's interpreter used exactly when the record ran on the CPU."""
+    out: list[CheckResult] = []
+    found = fused_blocks(f)
+    for key in ("kernel_source_sha256", "triton_version"):
+        values = sorted({json.dumps(b.get(key)) for _, b, _ in found})
+        out.append(check_true(f"energy.learners.{key}", LEARNERS, len(values) == 1,
+                              f"{len(found)} rev88-fused records name {len(values)} values of {key}: one kernel "
+                              "source and one Triton ran them all", recorded=values))
+    shas = [b.get("kernel_source_sha256") for _, b, _ in found]
+    out.append(check_true("energy.learners.kernel_source_sha256.form", LEARNERS,
+                          all(isinstance(v, str) and HEX64.fullmatch(v) for v in shas),
+                          "a kernel_source_sha256 is not 64 lowercase hex digits", recorded=sorted(set(map(str, shas)))))
+    for rel, block, device in found:
+        if device is not None:
+            out.append(check_equal("energy.learners.interpreter", rel, block.get("interpreter"), device == "cpu",
+                                   what="Triton's interpreter runs the kernels on the CPU only"))
+    return out
+
+
+def _check_design(f: ArchiveFiles, rel: str, summary: dict, what: str, expected: list[tuple], arms: tuple[str, ...],
+                  baseline: str, identity: Any, arm_of: Any) -> tuple[list[CheckResult], list[tuple[dict, str, dict]]]:
+    """The checks an interleaved-style design summary gets (``interleaved*.json.gz``, ``learners.json.gz``).
+
+    Args:
+        expected: the design order, one tuple per trial: (round, *identity).
+        arms: the arm keys of ``summaries``; *baseline* is one of them.
+        identity: ``(trial row, where) -> tuple`` of the row's identity fields after its round.
+        arm_of: ``(trial row, where) -> arm key``.
+
+    Returns:
+        The verdicts and (trial row, record path, record) of every trial whose record is present.
+    """
+    cid = f"energy.{what}"
     out: list[CheckResult] = []
     settings = get_dict(summary, "settings", rel)
-    rounds = get_int(settings, "rounds", rel)
     trials = get_list(summary, "trials", rel)
-    order = [(get_int(t, "round", rel), get_str(t, "workspace", rel)) for t in trials]
-    expected = [(r, WORKSPACES[(r + i) % 3]) for r in range(rounds) for i in range(3)]
-    out.append(check_equal("energy.interleaved.order", rel, order, expected,
-                           what="(round, workspace) order: round r starts at config r mod 3"))
-    values: dict[str, dict[str, list[float]]] = {ws: {k: [] for k in en.PER_TASK_KEYS} for ws in WORKSPACES}
+    order = [(get_int(t, "round", rel), *identity(t, rel)) for t in trials]
+    out.append(check_equal(f"{cid}.order", rel, order, expected,
+                           what="(round, arm) order: round r starts at arm r mod 3"))
+    values: dict[str, dict[str, list[float]]] = {a: {k: [] for k in en.PER_TASK_KEYS} for a in arms}
     uuid = get_str(summary, "gpu.uuid", rel)
+    present = []
     for i, t in enumerate(trials):
         w = f"{rel}: trials.{i}"
-        ws, r = get_str(t, "workspace", w), get_int(t, "round", w)
+        ws, r, arm = get_str(t, "workspace", w), get_int(t, "round", w), arm_of(t, w)
         record_rel = f"energy/{get_str(t, 'record', w)}"
-        subject = f"{record_rel} {ws}"
+        subject = f"{record_rel} {arm}"
         rec = json_record(f, record_rel)
         if rec is None:
-            out.append(failed("energy.interleaved.record", subject, f"{record_rel} named by {rel} is not in the archive"))
+            out.append(failed(f"{cid}.record", subject, f"{record_rel} named by {rel} is not in the archive"))
             continue
-        out.append(check_equal("energy.interleaved.record_sha256", subject, get_str(t, "record_sha256", w),
+        present.append((t, record_rel, rec))
+        out.append(check_equal(f"{cid}.record_sha256", subject, get_str(t, "record_sha256", w),
                                stored_sha(f, record_rel), what="record_sha256 vs the stored record"))
-        out.append(check_equal("energy.interleaved.position", subject, get(t, "position", int, w), i, what="position"))
+        out.append(check_equal(f"{cid}.position", subject, get(t, "position", int, w), i, what="position"))
         e = get_dict(rec, "energy", record_rel)
         own = get_dict(e, "settings", record_rel)
         want = {"mode": "trial", "trial": r, **{k: settings.get(k) for k in INTERLEAVED_KEYS}}
-        out.append(compare_fields("energy.interleaved.trial_settings", subject, own, want,
+        out.append(compare_fields(f"{cid}.trial_settings", subject, own, want,
                                   what="the trial's own settings vs the phase settings"))
         cfg_rel = record_rel[: -len(".json.gz")] + ".energy-config.json"
         cfg = json_record(f, cfg_rel)
         if cfg is None:
-            out.append(failed("energy.interleaved.energy_config", subject, f"{cfg_rel} is not in the archive"))
+            out.append(failed(f"{cid}.energy_config", subject, f"{cfg_rel} is not in the archive"))
         else:
-            out.append(compare_fields("energy.interleaved.energy_config", cfg_rel, cfg,
+            out.append(compare_fields(f"{cid}.energy_config", cfg_rel, cfg,
                                       {"trial": r, "workspace_config": ws, **{k: settings.get(k) for k in INTERLEAVED_KEYS}},
                                       what="the job's --energy-config"))
-        out.append(check_equal("energy.interleaved.same_gpu", subject, get_str(e, "hardware.uuid", record_rel), uuid,
+        out.append(check_equal(f"{cid}.same_gpu", subject, get_str(e, "hardware.uuid", record_rel), uuid,
                                what="trial GPU uuid vs the phase's GPU"))
         fig = _figures(rec, record_rel)[0]
         want_row = {"invocations": get_int(e, "repeats_per_trial", record_rel),
                     "calibration_ms": get_float(e, "calibration_ms", record_rel),
                     **{k: fig[k] for k in ("paired_idle_w", *en.PER_TASK_KEYS)}}
-        out.append(compare_fields("energy.interleaved.trial", subject, t, want_row,
+        out.append(compare_fields(f"{cid}.trial", subject, t, want_row,
                                   what="trial row recomputed from the record's raw stamps"))
         for k in en.PER_TASK_KEYS:
-            values.setdefault(ws, {key: [] for key in en.PER_TASK_KEYS})[k].append(fig[k])
+            values.setdefault(arm, {key: [] for key in en.PER_TASK_KEYS})[k].append(fig[k])
     if "executed_order" in summary or "next_trial_prestarted" in settings:
         # since 2026-12-01: the order the trials ran in, from their completion stamps; a deviation is declared
         from bundle.phases.energy import ORDER_DEVIATION, executed_order  # noqa: PLC0415
@@ -145,7 +245,7 @@ def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") 
         stamps = [(json_record(f, f"energy/{get_str(t, 'record', rel)}") or {}).get("completed_at_utc", "")
                   for t in trials]
         ran = executed_order(stamps)
-        out.append(check_equal("energy.interleaved.executed_order", rel,
+        out.append(check_equal(f"{cid}.executed_order", rel,
                                {"executed_order": summary.get("executed_order"),
                                 "order_deviation": summary.get("order_deviation")},
                                {"executed_order": ran,
@@ -153,22 +253,22 @@ def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") 
                                what="the order the trials ran in (their records' completion stamps), and the "
                                     "deviation from the design order declared where there is one"))
     recorded = get_dict(summary, "summaries", rel)
-    for ws in WORKSPACES:
+    for arm in arms:
         for k in en.PER_TASK_KEYS:
-            if len(values[ws][k]) >= 2:
-                out.append(compare_fields(f"energy.interleaved.summary.{k}", f"{rel} {ws}",
-                                          get(recorded, (ws, k), None, rel), en.summarise(values[ws][k]),
-                                          what=f"{ws} {k} summary"))
+            if len(values[arm][k]) >= 2:
+                out.append(compare_fields(f"{cid}.summary.{k}", f"{rel} {arm}",
+                                          get(recorded, (arm, k), None, rel), en.summarise(values[arm][k]),
+                                          what=f"{arm} {k} summary"))
     ratios = get_dict(summary, "ratios_vs_baseline", rel)
-    for ws in WORKSPACES:
-        if ws == BASELINE:
+    for arm in arms:
+        if arm == baseline:
             continue
         for k in RATIO_KEYS:
-            if len(values[ws][k]) >= 2 and len(values[BASELINE][k]) >= 2:
-                out.append(compare_fields(f"energy.interleaved.ratio.{k}", f"{rel} {ws}", get(ratios, (ws, k), None, rel),
-                                          en.ratio_of_means(values[ws][k], values[BASELINE][k]),
-                                          what=f"{ws}/{BASELINE} {k} ratio with Fieller interval"))
-    return out
+            if len(values[arm][k]) >= 2 and len(values[baseline][k]) >= 2:
+                out.append(compare_fields(f"{cid}.ratio.{k}", f"{rel} {arm}", get(ratios, (arm, k), None, rel),
+                                          en.ratio_of_means(values[arm][k], values[baseline][k]),
+                                          what=f"{arm}/{baseline} {k} ratio with Fieller interval"))
+    return out, present
 
 
 def check_original_summary(f: ArchiveFiles) -> list[CheckResult]:
@@ -190,6 +290,11 @@ def check_original_summary(f: ArchiveFiles) -> list[CheckResult]:
                                   get(summary, ("summaries", k), None, rel), en.summarise([x[k] for x in figures]),
                                   what=f"original-protocol {k} summary"))
     return out
+
+
+def trial_summaries(f: ArchiveFiles) -> list[str]:
+    """Every summary of interleaved-style trials present: the per-board designs, then ``learners.json.gz``."""
+    return design_summaries(f) + ([LEARNERS] if f.has(LEARNERS) else [])
 
 
 def design_summaries(f: ArchiveFiles) -> list[str]:
@@ -225,4 +330,4 @@ def check_energy_phase(f: ArchiveFiles) -> list[CheckResult]:
     out: list[CheckResult] = []
     for rel in design_summaries(f):
         out += check_interleaved(f, rel)
-    return out + check_between_boards(f) + check_original_summary(f)
+    return out + check_learners(f) + check_between_boards(f) + check_original_summary(f)

@@ -40,6 +40,7 @@ import numpy as np
 
 from bundle import data
 from bundle import profile as counters
+from bundle.phases.energy import DEFAULT_LEARNER, learner_of
 from verify.checks import fields, run, run_consistency
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER
 from verify.checks.original_fields import check_replay_validation, power_plausibility, split_batches
@@ -79,9 +80,9 @@ def fixture_run_count(rec: Mapping[str, Any], where: str) -> int:
 
 
 def _group(rec: Mapping[str, Any], md: Mapping[str, Any], where: str, *, workspace: Any, hw: Mapping | None,
-           sw: Mapping | None) -> tuple:
+           sw: Mapping | None, learner: str = DEFAULT_LEARNER) -> tuple:
     return (get(md, "input_hashes.train_labels", str, where), json.dumps(get_dict(md, "config", where), sort_keys=True),
-            get_int(md, "test_count", where), workspace, (hw or {}).get("name"), json.dumps(sw, sort_keys=True))
+            get_int(md, "test_count", where), workspace, (hw or {}).get("name"), json.dumps(sw, sort_keys=True), learner)
 
 
 def metadata_blocks(f: ArchiveFiles) -> list[fields.Block]:
@@ -92,7 +93,7 @@ def metadata_blocks(f: ArchiveFiles) -> list[fields.Block]:
         cfg = get_dict(rec, "config", rel)
         counts = (get_int(md, "train_count", rel), get_int(md, "test_count", rel)) if rel == CLI else (10_000, 10_000)
         group = _group(rec, md, rel, workspace=rec.get("cublas_workspace_config"), hw=rec.get("hardware"),
-                       sw=rec.get("software"))
+                       sw=rec.get("software"), learner=learner_of(rec))
         runs = fixture_run_count(rec, rel)
         blocks.append(fields.Block(rel, "metadata", md, cfg, counts, runs, group))
         e = rec.get("energy")
@@ -105,7 +106,8 @@ def metadata_blocks(f: ArchiveFiles) -> list[fields.Block]:
         md = get_dict(rec, "metadata", rel)
         fx = rec.get("fixture") if isinstance(rec.get("fixture"), dict) else {}
         group = _group(rec, md, rel, workspace=fx.get("cublas_workspace_config", rec.get("workspace_config")),
-                       hw=fx.get("hardware", rec.get("hardware")), sw=fx.get("software", rec.get("software")))
+                       hw=fx.get("hardware", rec.get("hardware")), sw=fx.get("software", rec.get("software")),
+                       learner=learner_of(fx))
         blocks.append(fields.Block(rel, "metadata", md, get_dict(rec, "config", rel), (10_000, 10_000), 1, group,
                                    get_dict(rec, "input_hashes", rel)))
     val = json_record(f, VALIDATION)
@@ -252,8 +254,8 @@ def check_peaks(f: ArchiveFiles) -> list[CheckResult]:
 
 
 def peak_groups(f: ArchiveFiles) -> dict[tuple, list[tuple[str, dict]]]:
-    """(workspace, board model, software, query count) -> [(record, its allocator figures)] of every
-    fresh-process fixture record and draw record."""
+    """(workspace, board model, software, query count, learner) -> [(record, its allocator figures)] of every
+    fresh-process fixture record and draw record (another learner allocates otherwise)."""
     groups: dict[tuple, list[tuple[str, Any]]] = {}
     keys = ("prepare_and_invoke_peak_allocated_bytes", "prepare_and_invoke_peak_reserved_bytes",
             "allocated_after_prepare_bytes", "allocated_after_invoke_bytes", "reserved_after_invoke_bytes")
@@ -262,12 +264,13 @@ def peak_groups(f: ArchiveFiles) -> dict[tuple, list[tuple[str, dict]]]:
         if not mem:
             continue
         key = (rec.get("cublas_workspace_config"), get(rec, "hardware.name", str, rel),
-               json.dumps(rec.get("software"), sort_keys=True), get_int(get_dict(rec, "metadata", rel), "test_count", rel))
+               json.dumps(rec.get("software"), sort_keys=True), get_int(get_dict(rec, "metadata", rel), "test_count", rel),
+               learner_of(rec))
         groups.setdefault(key, []).append((rel, {k: get(mem, k, int, rel) for k in keys}))
     for rel in run_consistency.qualify_records(f):
         fx = get_dict(f.json(rel), "fixture", rel)
         key = (fx.get("cublas_workspace_config"), get(fx, "hardware.name", str, rel),
-               json.dumps(fx.get("software"), sort_keys=True), 10_000)
+               json.dumps(fx.get("software"), sort_keys=True), 10_000, learner_of(fx))
         groups.setdefault(key, []).append((rel, {k: get(fx, f"memory.{k}", int, rel) for k in keys}))
     return groups
 
@@ -580,30 +583,32 @@ def check_energy_fields(f: ArchiveFiles) -> list[CheckResult]:
             if get_str(settings, "mode", rel) == "original" and f.has(cfg_rel):
                 out.append(check_equal("energy.original.energy_config", cfg_rel, f.json(cfg_rel), {},
                                        what="the original-protocol job's --energy-config (the protocol's defaults)"))
-    from verify.checks.run_energy import design_summaries  # noqa: PLC0415
+    from bundle.phases.energy import LEARNERS_BASELINE  # noqa: PLC0415  (no torch)
+    from verify.checks.run_energy import LEARNERS, trial_summaries  # noqa: PLC0415
 
-    for w in design_summaries(f):
+    for w in trial_summaries(f):
         inter = json_record(f, w)
         if inter is None:
             continue
         recs = [json_record(f, f"energy/{t.get('record')}") for t in get_list(inter, "trials", w)]
         first = next((r for r in recs if r), None)
         if first is not None:
-            out.append(check_equal("energy.interleaved.fields", w,
+            protocol = "learners" if w == LEARNERS else "interleaved"
+            out.append(check_equal(f"energy.{protocol}.fields", w,
                                    {"schema_version": inter.get("schema_version"), "protocol": inter.get("protocol"),
                                     "draw_index": inter.get("draw_index"), "baseline": inter.get("baseline"),
                                     "gpu": inter.get("gpu"),
                                     "settings": {k: v for k, v in get_dict(inter, "settings", w).items()
                                                  if k in ("align_stamps", "counter_update_interval_s")}},
-                                   {"schema_version": 1, "protocol": "interleaved",
+                                   {"schema_version": 1, "protocol": protocol,
                                     "draw_index": run.which_draw(get_dict(first, "metadata", w), w),
-                                    "baseline": ":4096:8",
+                                    "baseline": LEARNERS_BASELINE if w == LEARNERS else ":4096:8",
                                     "gpu": {"name": get(first, "energy.hardware.gpu", str, w),
                                             "uuid": get(first, "energy.hardware.uuid", str, w),
                                             "nvml_pci_bus_id": get(first, "energy.hardware.nvml_pci_bus_id", str, w)},
                                     "settings": {k: get(first, f"energy.settings.{k}", None, w)
                                                  for k in ("align_stamps", "counter_update_interval_s")}},
-                                   what="interleaved summary fields vs its trial records"))
+                                   what=f"{protocol} summary fields vs its trial records"))
     return out
 
 
