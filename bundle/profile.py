@@ -451,13 +451,20 @@ def summarise_repeats(figures: Sequence[Mapping[str, Any]]) -> dict[str, dict[st
 
 
 # --- command lines --------------------------------------------------------------------------
+DEFAULT_LEARNER = "rev88"  #: the frozen learner; its command carries no ``--learner`` (spec 6.1)
+
+
 def fixture_argv(input_npz: str, config_json: str, output: str, scope: str,
-                 repeats: int = FIXTURE_REPEATS) -> tuple[str, ...]:
-    """The profiled command: ``{python} -m bundle.fixture … --mode profile --scope S --repeats 16``."""
+                 repeats: int = FIXTURE_REPEATS, learner: str = DEFAULT_LEARNER) -> tuple[str, ...]:
+    """The profiled command: ``{python} -m bundle.fixture … --mode profile --scope S --repeats 16``.
+
+    Another learner than the frozen one (``rev88-fused``) adds ``--learner NAME`` at the end.
+    """
     if scope not in SEQUENCES_IN_RANGE:
         raise BundleError(f"unknown profile scope {scope!r}: use 'task' or 'training'")
+    extra = () if learner == DEFAULT_LEARNER else ("--learner", str(learner))
     return ("{python}", "-m", "bundle.fixture", "--input", str(input_npz), "--config", str(config_json),
-            "--output", str(output), "--mode", "profile", "--scope", scope, "--repeats", str(repeats))
+            "--output", str(output), "--mode", "profile", "--scope", scope, "--repeats", str(repeats), *extra)
 
 
 def profile_argv(ncu: str, export_base: str, target: Sequence[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from bundle.commands import checked_engine, one_line_errors
+from bundle.errors import BundleError
 
 
 def register(app: typer.Typer) -> None:
@@ -32,15 +33,24 @@ def register(app: typer.Typer) -> None:
         keep_reports: Annotated[str, typer.Option(
             "--keep-reports", help="first: store the .ncu-rep of repeat 0 of each profile (all are "
                                    "cross-checked and hashed); all: store every report")] = "first",
+        learner: Annotated[str, typer.Option(
+            "--learner", help="rev88 (the frozen learner, default) or rev88-fused (the Triton variant)")] = "rev88",
+        overlap: Annotated[int, typer.Option(
+            "--overlap", help="ncu runs started at once (their preparations overlap; ranges never do)")] = 4,
     ) -> None:
         """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""
         from rich.console import Console  # noqa: PLC0415
         from rich.progress import Progress  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415
+        from bundle.fixture import LEARNERS  # noqa: PLC0415  (torch-free at import)
         from bundle.phases.profile import plan_runs, run_profile  # noqa: PLC0415
 
         total = len(plan_runs(repeats))  # validates --repeats before anything starts
+        if learner not in LEARNERS:
+            raise BundleError(f"unknown --learner {learner!r}: choose one of {', '.join(LEARNERS)}")
+        if overlap < 1:
+            raise BundleError(f"--overlap {overlap}: give 1 or more ncu runs at once")
         job_engine = checked_engine("profile", engine="native", device="cuda", out=out, command="rev88 profile",
                                     ncu=ncu)
         console = Console(stderr=True)
@@ -51,7 +61,8 @@ def register(app: typer.Typer) -> None:
                 progress.update(bar, completed=index, description=f"ncu {run.name}")
 
             summary = run_profile(out, engine=job_engine, repeats=repeats, ncu=ncu, raw_dir=raw_dir,
-                                  force=force, on_run=on_run, keep_reports=keep_reports)
+                                  force=force, on_run=on_run, keep_reports=keep_reports, learner=learner,
+                                  overlap=overlap)
             progress.update(bar, completed=total)
         fields = ("dram_read_bytes_per_sequence", "dram_write_bytes_per_sequence",
                   "l2_read_request_bytes_per_sequence", "l2_write_request_bytes_per_sequence",

@@ -183,8 +183,13 @@ def record_capabilities(stage: archive.PhaseStage, *, engine: Engine, ncu_path: 
     return record
 
 
-def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counters.CounterRows) -> dict[str, Any]:
+def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counters.CounterRows,
+                          learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Cross-check the fixture's own record with the counters; returns the facts kept."""
+    found = (fixture.get("learner") or {}).get("name", counters.DEFAULT_LEARNER)
+    if found != learner:
+        raise BundleError(f"fixture record of {run.name} names learner {found!r}, expected {learner!r}: the fixture "
+                          "did not run the learner asked for")
     profile = fixture.get("profile") or {}
     in_range = profile.get("fresh_training_sequences_in_range")
     if profile.get("scope") != run.scope or in_range != run.sequences:
@@ -215,12 +220,14 @@ def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counte
                                   for k in ("final_parameter_sha256", "state_vector_sha256", "predictions_sha256")},
         "placement": fixture.get("placement"),
         "timeline": fixture.get("timeline"),
+        **({"learner": fixture["learner"]} if "learner" in fixture else {}),
     }
 
 
 def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, ncu_path: str, workdir: Path,
                  inputs: tuple[Path, Path], on_line: Callable[[str], None] | None = None,
-                 keep_report: bool = True, placement: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 keep_report: bool = True, placement: Mapping[str, str] | None = None,
+                 learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Run one ``ncu`` profile of the fixture, check it, store its files and its record.
 
     With ``keep_report=False`` the ``.ncu-rep`` is still cross-checked against the CSV, and its
@@ -242,7 +249,7 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     predictions = workdir / f"{run.name}.fixture.predictions.npy"
     for stale in (report_path, fixture_out, predictions):
         stale.unlink(missing_ok=True)
-    target = counters.fixture_argv(str(inputs[0]), str(inputs[1]), str(fixture_out), run.scope)
+    target = counters.fixture_argv(str(inputs[0]), str(inputs[1]), str(fixture_out), run.scope, learner=learner)
     spec = JobSpec(name=f"{PHASE}/{run.name}", argv=counters.profile_argv(ncu_path, str(export_base), target),
                    env={WORKSPACE_ENV: run.workspace_config, **engine_env(engine), **(placement or {})},
                    workdir=workdir, timeout_s=PROFILE_TIMEOUT_S,
@@ -256,7 +263,7 @@ def profile_once(run: ProfileRun, stage: archive.PhaseStage, *, engine: Engine, 
     if not report_path.is_file():
         raise BundleError(f"ncu wrote no report {report_path} ({run.name}): check --export and the folder")
     fixture = archive.read_json_gz(fixture_out)
-    fixture_facts = _check_fixture_record(run, fixture, rows)
+    fixture_facts = _check_fixture_record(run, fixture, rows, learner)
     cross_check = counters.cross_check_report(rows, report_path)
     figures = counters.normalise_counters(rows, run.sequences, run.scope)
     csv_text = "\n".join(counters.csv_lines(output)) + "\n"
@@ -351,7 +358,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
                 on_line: Callable[[str], None] | None = None, keep_reports: str = "first",
-                boards: Sequence[Any] = (), overlap: int = 4) -> dict[str, Any]:
+                boards: Sequence[Any] = (), overlap: int = 4,
+                learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
     Args:
@@ -377,6 +385,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             alone, so no other job's GPU work meets a range. Runs take the exclusive part in
             the order they get it (recorded per run); the interleaved plan only decides which
             runs start first.
+        learner: the fixture's ``--learner``: ``rev88`` (the frozen one) or ``rev88-fused``;
+            the summary names it (with the kernel's sha256 from the runs' records).
 
     Returns:
         The ``profiles.json.gz`` record.
@@ -430,7 +440,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                     on_run(run, runs.index(run), len(runs))
                 return run.name, profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,
                                               inputs=inputs, on_line=on_line, placement=env,
-                                              keep_report=keep_reports == "all" or run.repeat_index == 0)
+                                              keep_report=keep_reports == "all" or run.repeat_index == 0,
+                                              learner=learner)
             per_board[k % len(places)].append(job)
         if len(places) == 1:
             done = run_overlapped(per_board[0], max(1, overlap))
@@ -443,6 +454,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "schema_version": archive.SCHEMA_VERSION,
             "draw": DRAW_INDEX,
             "repeats": repeats,
+            **({} if learner == counters.DEFAULT_LEARNER else
+               {"learner": records[runs[0].name]["fixture"].get("learner")}),
             "order": [run.name for run in runs],
             "resumed_runs": resumed,
             "ncu_version": capabilities["ncu_version"],

@@ -634,8 +634,11 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
             command = get_list(rec, "command", rel)
             export = command[command.index("--export") + 1] if "--export" in command else ""
             workdir = posixpath.dirname(export)
+            fx_learner = ((json_record(f, f"profile/{name}.fixture.json.gz") or {}).get("learner") or {}).get(
+                "name", counters.DEFAULT_LEARNER)
             want_cmd = list(counters.profile_argv(ncu or "?", f"{workdir}/{name}", counters.fixture_argv(
-                f"{workdir}/input.npz", f"{workdir}/config.json", f"{workdir}/{name}.fixture.json.gz", scope)))
+                f"{workdir}/input.npz", f"{workdir}/config.json", f"{workdir}/{name}.fixture.json.gz", scope,
+                learner=fx_learner)))
             csv = counters.parse_raw_csv(f.read(f"profile/{get_str(rec, 'files.csv.path', rel)}").decode("utf-8"),
                                          hit_rate_limit_percent=None)
             attrs.append((rel, json.dumps({k: v for k, v in csv.device_attributes.items() if k != "gpu__time_duration.sum"},
