@@ -19,7 +19,7 @@ step() {  # step NAME TIMEOUT_S ARGS...
 }
 step qualify 90 qualify --device cuda --learner rev88-fused --jobs 11 --out "$RUN_DIR"
 step energy "${ENERGY_TIMEOUT:-420}" energy --protocol learners --record-nvml --out "$RUN_DIR"
-step profile "${PROFILE_TIMEOUT:-140}" profile --learner rev88-fused --out "$RUN_DIR"
+step profile "${PROFILE_TIMEOUT:-140}" profile --learner rev88-fused --overlap 6 --out "$RUN_DIR"
 tar -C .device --exclude='*.ncu-rep' -czf /tmp/run.tgz "$RUN_ID"
 split -b 15M -d /tmp/run.tgz "$OUT/run.tgz.part-"
 du -sh "$RUN_DIR" /tmp/run.tgz
