@@ -25,9 +25,12 @@ floating point, a wall-clock time).
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from verify.records import get, get_dict, get_int, get_list
@@ -42,6 +45,30 @@ FINAL_KEYS = ("final_parameter_sha256", "final_velocity_sha256", "state_vector_s
 SELFTEST_FLOAT_KEYS = ("maximum_gradient_abs_error", "inverse_max_abs_error")
 SELFTEST_BOUND = 1e-5
 """Largest plausible CPU self-test residual (float32 cases reach 2.4e-7)."""
+
+
+FUSED_LEARNER = "rev88-fused"  #: bundle.fused_learner.LEARNER_NAME (not imported: it imports torch)
+
+
+def learner_name(record: Mapping[str, Any]) -> str:
+    """The learner a record or metadata block names (its ``learner.name``), ``rev88`` where it names none."""
+    block = record.get("learner") if isinstance(record, Mapping) else None
+    name = block.get("name") if isinstance(block, Mapping) else None
+    return name if isinstance(name, str) else "rev88"
+
+
+@functools.lru_cache(maxsize=1)
+def fused_timing_scope() -> str:
+    """``TIMING_SCOPE`` of bundle/fused_learner.py, read from its source (the module imports torch).
+
+    Raises:
+        ValueError: the file has no literal ``TIMING_SCOPE`` assignment.
+    """
+    path = Path(__file__).resolve().parents[2] / "bundle" / "fused_learner.py"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TIMING_SCOPE" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise ValueError(f"{path} assigns no literal TIMING_SCOPE")
 
 
 def parameter_count(depth: int) -> int:
@@ -104,11 +131,19 @@ def check_block(block: Block, reference: Mapping[str, Any]) -> list[CheckResult]
                        parameter_count(get_int(md, "config.depth", w)), what="2d·41·41 + 82·10 + 10"),
            check_equal("metadata.counts", s, [get_int(md, "train_count", w), get_int(md, "test_count", w)],
                        list(block.counts), what="train/query examples of the run's inputs")]
-    out.append(check_equal("metadata.constants", s, {k: get(md, k, None, w) for k in CONSTANT_KEYS},
-                           {k: reference.get(k) for k in CONSTANT_KEYS},
-                           what="protocol constants vs the frozen reference"))
-    out += check_selftest(get_dict(md, "validation", w), get_dict(reference, "validation", "frozen reference"),
-                          subject=s, where=w)
+    fused = learner_name(md) == FUSED_LEARNER
+    want_constants = {k: reference.get(k) for k in CONSTANT_KEYS} | (
+        {"timing_scope": fused_timing_scope()} if fused else {})
+    out.append(check_equal("metadata.constants", s, {k: get(md, k, None, w) for k in CONSTANT_KEYS}, want_constants,
+                           what="protocol constants vs the frozen reference (the fused learner: its own timing "
+                                "scope, bundle/fused_learner.py TIMING_SCOPE)"))
+    if fused:
+        out.append(check_equal("metadata.selftest", s, md.get("validation"), None,
+                               what="no CPU self-test block: the fused learner runs none (its reversible backward is "
+                                    "checked through its predictions and hashes instead)"))
+    else:
+        out += check_selftest(get_dict(md, "validation", w), get_dict(reference, "validation", "frozen reference"),
+                              subject=s, where=w)
     if block.run_count is not None:
         out.append(check_equal("metadata.run_count", s, get_int(md, "run_count", w), block.run_count,
                                what="run_count implied by the record's protocol"))

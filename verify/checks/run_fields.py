@@ -158,15 +158,36 @@ def check_inventories(f: ArchiveFiles) -> list[CheckResult]:
     ref = _frozen_inventory()
     out = []
     records = run.fixture_records(f) + ([(CLI, f.json(CLI))] if f.has(CLI) else [])
+    fused_ref: tuple[str, dict] | None = None
     for rel, rec in records:
         inv = get_dict(rec, "buffer_inventory", rel)
         want = ref
         md = get_dict(rec, "metadata", rel)
+        if fields.learner_name(md) == fields.FUSED_LEARNER or fields.learner_name(rec) == fields.FUSED_LEARNER:
+            # no frozen reference for the variant: every fused record of the archive has the first one's buffers
+            fused_ref = fused_ref or (rel, inv)
+            out.append(check_equal("memory.inventory.structure.fused", rel, fields.inventory_structure(inv, rel),
+                                   fields.inventory_structure(fused_ref[1], fused_ref[0]),
+                                   what=f"named tensors and storages vs the archive's first fused record ({fused_ref[0]})"))
+            continue
         counts = (get_int(md, "train_count", rel), get_int(md, "test_count", rel))
         if counts != (10_000, 10_000):
             want = _resized_inventory(ref, *counts)
         out.append(fields.check_inventory_structure(inv, want, subject=rel, where=rel))
     return out
+
+
+def _fused_named_storage_bytes(f: ArchiveFiles) -> int | None:
+    """Unique named storage bytes of the archive's first fused fixture record with an inventory, else of its
+    first fused qualification record (the variant has no frozen inventory); ``None`` without either."""
+    for rel, rec in run.fixture_records(f):
+        if fields.learner_name(rec) == fields.FUSED_LEARNER and isinstance(rec.get("buffer_inventory"), dict):
+            return get_int(rec, "buffer_inventory.unique_named_storage_bytes", rel)
+    for rel in run_consistency.qualify_records(f):
+        fx = (json_record(f, rel) or {}).get("fixture") or {}
+        if fields.learner_name(fx) == fields.FUSED_LEARNER:
+            return fx.get("unique_named_storage_bytes")
+    return None
 
 
 QUERY_TENSORS = ("raw_query", "q", "predictions", "scores")
@@ -434,6 +455,8 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                  what="comparison with the frozen draw recomputed"))
             fx = rec.get("fixture")
             if isinstance(fx, dict):
+                named = (_fused_named_storage_bytes(f) if fields.learner_name(fx) == fields.FUSED_LEARNER
+                         else get_int(_frozen_inventory(), "unique_named_storage_bytes", "frozen"))
                 v.append(check_equal("qualify.record.fresh_process", rel,
                                      {"runner": rec.get("runner"), "fresh_process": fx.get("fresh_process"),
                                       "environment_was_set_externally": fx.get("environment_was_set_externally"),
@@ -457,11 +480,9 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                                            else None),
                                       "predictions_file_sha256": stored_sha(f, f"qualify/{get_str(rec, 'predictions_file', rel)}"),
                                       "same_process_reference_hashes_matched": list(STATE_KEYS),
-                                      "unique_named_storage_bytes": get_int(_frozen_inventory(), "unique_named_storage_bytes",
-                                                                            "frozen"),
+                                      "unique_named_storage_bytes": named,
                                       "allocated_bytes_without_named_storage_reference":
-                                          get(fx, "memory.allocated_after_invoke_bytes", int, rel)
-                                          - get_int(_frozen_inventory(), "unique_named_storage_bytes", "frozen"),
+                                          get(fx, "memory.allocated_after_invoke_bytes", int, rel) - named,
                                       "cache_reference": [get(fx, "hardware.l2_cache_bytes", int, rel),
                                                           f"{get(fx, 'hardware.l2_cache_bytes', int, rel) >> 20} MiB"],
                                       "memory_scope": _writer_text("MEMORY_SCOPE")},
@@ -672,7 +693,8 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
                               "metadata_state_hashes": {k: fmd.get(k) for k in get_dict(rec, "fixture.metadata_state_hashes",
                                                                                          rel)},
                               # placement and timeline: copied since the runs of 2026-12-01 (absent before)
-                              **{k: fx.get(k) for k in ("placement", "timeline") if k in get_dict(rec, "fixture", rel)}},
+                              **{k: fx.get(k) for k in ("placement", "timeline") if k in get_dict(rec, "fixture", rel)},
+                              **({"learner": fx["learner"]} if "learner" in fx else {})},
                              what="the run's copy of its fixture record's facts")]
             v.append(_runtime_cross_check(rec, csv, rel))
             return v
@@ -712,6 +734,10 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
                                 "l2_cache_size_bytes": get_int(first, "l2_cache_size_bytes", runs[0][0]),
                                 "ncu_version_note": caps.get("ncu_version_note") if caps else None},
                                what="summary fields vs the runs and the capabilities"))
+        learners = {json.dumps((rec.get("fixture") or {}).get("learner"), sort_keys=True) for _, rec in runs}
+        out.append(check_equal("profile.summary.learner", w, summary.get("learner"),
+                               json.loads(learners.pop()) if len(learners) == 1 else "one learner for every run",
+                               what="the learner every run's fixture named (absent: the frozen rev88)"))
         resumed = get_list(summary, "resumed_runs", w)
         out.append(check_true("profile.summary.resumed_runs", w, all(r in get_list(summary, "order", w) for r in resumed),
                               f"resumed runs {resumed} are not runs of the phase", recorded=resumed))

@@ -1,0 +1,81 @@
+"""The rev88-fused run archive (evidence/h200-fused-20261201, one H200): verified with 0 FAIL, forgeries caught.
+
+The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
+rev88 :0:0, rev88-fused; K = 5) and its profile phase (``--learner rev88-fused``). The variant has no
+frozen inventory or self-test; each forgery below rewrites one record consistently (the manifest is
+rebuilt) and must FAIL the named check.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO_ROOT, forge_record, linked_copy
+from verify.registry import verify_archive
+
+ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
+FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
+
+
+def _statuses(path: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in verify_archive(path).results:
+        out.setdefault(r.check_id, set()).add(r.status.value)
+    return out
+
+
+def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones() -> None:
+    statuses = _statuses(ARCHIVE)
+    assert not [c for c, s in statuses.items() if "FAIL" in s]
+    for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
+                  "qualify.record.fresh_process", "placement.gpu_lock"):
+        assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
+    frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
+    with gzip.open(ARCHIVE / "energy" / "learners.json.gz") as fh:
+        design = json.load(fh)
+    fused_trials = [t for t in design["trials"] if t["learner"] == "rev88-fused"]
+    assert len(fused_trials) == 5
+    for trial in fused_trials:
+        rel = ARCHIVE / "energy" / trial["record"]
+        rec = json.loads(gzip.decompress(rel.read_bytes()))
+        assert rec["learner"]["name"] == "rev88-fused" and rec["metadata"]["predictions_sha256"] == frozen
+        preds = np.load(str(rel).replace(".json.gz", ".predictions.npy"), allow_pickle=False)
+        assert preds.shape == (10_000,) and preds.dtype == np.int64
+
+
+def _validation(rec: dict) -> None:
+    rec["metadata"]["validation"] = {"passed": True}
+
+
+def _timing_scope(rec: dict) -> None:
+    rec["metadata"]["timing_scope"] = "run = one CUDA graph replay"
+
+
+def _named_bytes(rec: dict) -> None:
+    rec["fixture"]["unique_named_storage_bytes"] += 4096
+
+
+def _inventory(rec: dict) -> None:
+    rec["buffer_inventory"]["named_tensors"][0]["shape"] = [1, 2, 3]
+
+
+def _summary_learner(rec: dict) -> None:
+    rec["learner"] = None  # a fused profile passed off as the frozen learner's
+
+
+@pytest.mark.parametrize(("rel", "change", "check"), [
+    ("qualify/draw-03.json.gz", _validation, "metadata.selftest"),
+    ("energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
+    ("qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),
+    ("profile/workspace-16-8-task-r01.fixture.json.gz", _inventory, "memory.inventory.structure.fused"),
+    ("profile/profiles.json.gz", _summary_learner, "profile.summary.learner"),
+])
+def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, rel, change)
+    assert "FAIL" in _statuses(root).get(check, set()), check
