@@ -148,13 +148,16 @@ def _label(plats: list[Platform], phase: str) -> str:
 # --- the report ---------------------------------------------------------------------------
 
 def write_report(archive: Path, out: Path, *, original: Path | None = None,
-                 on_stage: Callable[[str], None] | None = None) -> list[Path]:
-    """Verify *archive* (and *original*), then write ``out/REPORT.md`` and PNG figures.
+                 on_stage: Callable[[str], None] | None = None, baseline: Path | None = None) -> list[Path]:
+    """Verify *archive* (and *original*, *baseline*), then write ``out/REPORT.md`` and PNG figures.
 
     Args:
         archive: one of our run archives (``evidence/<run-id>``).
         out: the report folder (created).
         original: the original archive for the A100 reference figures (skipped when absent).
+        baseline: for an archive with the learners energy design (``energy/learners.json.gz``), a
+            run archive of the frozen learner whose profile gives rev88's DRAM and L2 traffic per
+            task beside the variant's (its verified figures only; another board).
         on_stage: called with a short description before each stage (progress display).
 
     Returns:
@@ -175,6 +178,12 @@ def write_report(archive: Path, out: Path, *, original: Path | None = None,
     if any(r.status is Status.FAIL and r.check_id.startswith("integrity.") for r in rep):
         raise BundleError(f"archive fails integrity ({archive}): run `rev88 verify {archive}`; no report is built "
                           "from unverified bytes")
+    base = None
+    if baseline is not None:
+        if not Path(baseline).is_dir():
+            raise BundleError(f"--baseline {baseline} is not a run archive folder: pass evidence/<run-id> of the "
+                              "frozen learner")
+        base = verify_archive(Path(baseline), on_stage=lambda s: stage(f"verify {Path(baseline).name}: {s}"))
     orig = None
     if original is not None and Path(original).is_dir():
         orig = verify_archive(Path(original), on_stage=lambda s: stage(f"verify {Path(original).name}: {s}"))
@@ -197,6 +206,9 @@ def write_report(archive: Path, out: Path, *, original: Path | None = None,
                           ("energy", _energy), ("profile", _profiles)):
         stage(f"section {name}")
         figures.append(section(ctx, lines))
+    if (archive / "energy" / "learners.json.gz").is_file():
+        stage("section learners")
+        _learners(ctx, lines, base, Path(baseline).name if baseline is not None else None)
     groups = unavailable_groups(rep)
     if groups:
         lines += ["## Not evaluated (UNAVAILABLE)", ""]
@@ -443,6 +455,77 @@ def _energy(ctx: _Context, lines: list[str]) -> str | None:
     plots.panel_figure(ctx.out / "energy.png", "Idle-adjusted energy per task (mean, 95 % interval); one panel "
                        "per board and protocol, own scales", [panels])
     return "energy.png"
+
+
+LEARNER_ARMS = ("rev88 :16:8", "rev88 :0:0", "rev88-fused :16:8")
+
+
+def _arm_stem(label: str) -> str:
+    learner, ws = label.split()
+    return f"{learner}-workspace-{ws.strip(':').replace(':', '-')}"
+
+
+def _task_traffic(rep: VerifyReport | None) -> dict[str, dict[str, float]]:
+    """Verified task-scope profile means (per task), keyed by workspace config (``:16:8``)."""
+    out = {}
+    for key, v in _by_workspace(_values(rep, "profile.summary.mean_sd")).items():
+        for pkey, ws, scope, _ in PROFILES:
+            if key == pkey and scope == "task" and isinstance(v, dict) and "mean" in v:
+                out[ws] = v["mean"]
+    return out
+
+
+def _mean_ci(summary: dict[str, Any], decimals: int) -> str:
+    return f"{fixed(summary['mean'], decimals)} {interval(summary['ci95_low'], summary['ci95_high'], decimals)}"
+
+
+def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_name: str | None) -> None:
+    """rev88 and rev88-fused side by side: the learners energy design, peaks, predictions, traffic per task."""
+    summ = {s.split(" ", 1)[1]: v for s, v in _values(ctx.rep, "energy.learners.summary.idle_adjusted_mj_per_task").items()}
+    ms = {s.split(" ", 1)[1]: v for s, v in _values(ctx.rep, "energy.learners.summary.cuda_ms_per_task").items()}
+    ratio = {s.split(" ", 1)[1]: v for s, v in _values(ctx.rep, "energy.learners.ratio.idle_adjusted_mj_per_task").items()}
+    peaks = _values(ctx.rep, "memory.peak_allocated_bytes")
+    preds = _values(ctx.rep, "draws.frozen_predictions_sha256")
+    plat = phase_platform(ctx.plats, "energy")
+    board = _board(plat.execution.get("gpu_uuid")) if plat else "board not verified"
+    lines += ["## rev88 and rev88-fused side by side (learners energy design, one board)", "",
+              f"Board `{board}`; one fresh process per trial, K rounds in rotating order, the interleaved protocol's "
+              "windows. CUDA ms/task and idle-adjusted mJ/task: mean and 95 % t interval over trials; ratio to "
+              "`rev88 :16:8` with its 95 % Fieller interval; peak allocated bytes of each trial's fresh process; "
+              "predictions: trials whose predictions equal the frozen draw-0 predictions.", "",
+              "| arm | trials | CUDA ms/task | idle-adjusted mJ/task | ratio to `rev88 :16:8` | peak allocated bytes "
+              "| predictions = frozen |", "|---|---:|---:|---:|---|---:|---:|"]
+    for arm in LEARNER_ARMS:
+        s, m, r = summ.get(arm), ms.get(arm), ratio.get(arm)
+        stem = _arm_stem(arm)
+        arm_peaks = sorted({v for k, v in peaks.items() if f"-{stem}.json.gz" in k and k.startswith("energy/trial-")})
+        equal = sum(1 for k in preds if k.startswith("energy/trial-") and k.endswith(f"-{stem}.predictions.npy"))
+        ratio_text = "—" if arm == LEARNER_ARMS[0] else (
+            f"{fixed(r['ratio'], 4)} {interval(r['ci95_low'], r['ci95_high'], 4)}" if r else NOT_VERIFIED)
+        lines.append(
+            f"| `{arm}` | {count(s['count']) if s else NOT_VERIFIED} | {_mean_ci(m, 3) if m else NOT_VERIFIED} | "
+            f"{_mean_ci(s, 2) if s else NOT_VERIFIED} | {ratio_text} | "
+            f"{', '.join(count(p) for p in arm_peaks) if arm_peaks else NOT_VERIFIED} | "
+            f"{count(equal)} of {count(s['count']) if s else '?'} |")
+    draws = [k for k in preds if k.startswith("qualify/draw-")]
+    correct = next(iter(_values(ctx.rep, "accuracy.aggregate.correct").values()), None)
+    lines += ["", f"Qualification in this archive ({ctx.label('qualify')}): {count(len(draws))} of {DRAWS} draws' "
+              f"predictions are bit-equal to the frozen ones, {count(correct)} correct in all.", ""]
+    mine = _task_traffic(ctx.rep)
+    if mine:
+        theirs = _task_traffic(base)
+        lines += [f"Traffic per task (profile, task scope, mean over repeats; the variant from this archive, rev88 "
+                  f"from {('`' + base_name + '`') if base_name else 'no baseline archive (pass --baseline)'}, another "
+                  "board). L2 sectors are request bytes / 32.", "",
+                  "| learner, workspace | DRAM bytes/task | L2 read sectors/task | L2 write sectors/task |",
+                  "|---|---:|---:|---:|"]
+        rows = [(learner, ws, traffic[ws]) for ws in WORKSPACES for learner, traffic in
+                (("rev88-fused", mine), ("rev88", theirs)) if ws in traffic]
+        for learner, ws, v in rows:
+            lines.append(f"| `{learner} {ws}` | {count(round(v['dram_total_bytes_per_sequence']))} | "
+                         f"{count(round(v['l2_read_request_bytes_per_sequence'] / 32))} | "
+                         f"{count(round(v['l2_write_request_bytes_per_sequence'] / 32))} |")
+        lines.append("")
 
 
 def _profile_label(workspace: str, scope: str) -> str:

@@ -91,6 +91,9 @@ def register(app: typer.Typer) -> None:
         original: Annotated[Path | None, typer.Option(
             help="the original archive for the A100 reference figures (default: $REV88_ORIGINAL_DIR, else the "
                  "repository's evidence/rev88-original)")] = None,
+        baseline: Annotated[Path | None, typer.Option(
+            help="for a rev88-fused archive: a run archive of the frozen learner whose profile gives rev88's "
+                 "traffic per task beside the variant's")] = None,
     ) -> None:
         # typer keeps the line breaks inside a help paragraph: each paragraph is one line.
         """Write REPORT.md and PNG figures from verified figures only.
@@ -108,7 +111,7 @@ def register(app: typer.Typer) -> None:
         refuse_out_inside(out, archive)
 
         with DelayedProgress("report") as progress:
-            written = write_report(archive, out, original=original, on_stage=progress.update)
+            written = write_report(archive, out, original=original, on_stage=progress.update, baseline=baseline)
         for path in written:
             typer.echo(f"wrote {path}")
         if "## Failed checks" in written[0].read_text(encoding="utf-8"):
