@@ -6,7 +6,8 @@ time goes"):
 * qualify: the 11 fresh draw processes one after another (``jobs=1``) against all at once;
 * energy: each interleaved trial's process started after the previous one exited, against the
   next one pre-started behind the board's GPU lock (``prestart_next``);
-* profile: one ncu run at a time (``overlap=1``) against two started at once behind the lock;
+* profile: one ncu run at a time (``overlap=1``) against the phase's default (four at once,
+  preparing together under the shared GPU lock, each range alone);
 * validate, compare: one way only (run once, printed in both columns).
 
 Each way runs into its own run folder under ``--work``, native engine, this host's first GPU.
@@ -62,7 +63,7 @@ def run_way(phase: str, way: str, run_dir: Path, *, rounds: int, repeats: int) -
         from bundle.phases.profile import run_profile
 
         return _timed(lambda: run_profile(run_dir, engine=engine, force=True, repeats=repeats,
-                                          overlap=2 if way == "new" else 1))
+                                          **({} if way == "new" else {"overlap": 1})))
     raise SystemExit(f"reproduce_bench: unknown phase {phase!r}: use {','.join(PHASES)}")
 
 
