@@ -177,7 +177,7 @@ def exclusive_gpu_lock(gpu_lock: dict[str, Any] | None, timeline: Timeline) -> N
 
     start = time.perf_counter()
     try:
-        # flock converts by releasing and re-taking: the other holders' shared locks end first.
+        # flock converts by dropping this process's shared lock, then waiting for the exclusive one.
         fcntl.flock(_HELD_LOCKS[-1], fcntl.LOCK_EX)
     except OSError as exc:
         raise BundleError(f"cannot take the GPU lock {gpu_lock['path']} exclusively ({exc.strerror})") from None

@@ -184,6 +184,14 @@ def write_report(archive: Path, out: Path, *, original: Path | None = None,
             raise BundleError(f"--baseline {baseline} is not a run archive folder: pass evidence/<run-id> of the "
                               "frozen learner")
         base = verify_archive(Path(baseline), on_stage=lambda s: stage(f"verify {Path(baseline).name}: {s}"))
+        if any(r.status is Status.FAIL and r.check_id.startswith("integrity.") for r in base):
+            raise BundleError(f"--baseline {baseline} fails integrity: run `rev88 verify {baseline}`; no report is "
+                              "built from unverified bytes")
+        learner = next(iter(_values(base, "profile.summary.learner").values()), "absent")
+        if learner is not None:
+            raise BundleError(f"--baseline {baseline} is not a verified profile of the frozen learner (its profile "
+                              f"names {learner.get('name') if isinstance(learner, dict) else learner!r}): pass a rev88 run archive "
+                              "such as evidence/h200-20261201")
     orig = None
     if original is not None and Path(original).is_dir():
         orig = verify_archive(Path(original), on_stage=lambda s: stage(f"verify {Path(original).name}: {s}"))

@@ -26,6 +26,7 @@ One board only: several boards are refused.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -360,6 +361,9 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
         raise BundleError(f"unknown --protocol {protocol!r}: use {', '.join(PROTOCOLS)}")
     wanted = PROTOCOLS[protocol]
     trial_designs = {"interleaved", "learners"} & set(wanted)
+    if not all(math.isfinite(x) for x in (active_seconds, idle_seconds, settle_seconds)):
+        raise BundleError(f"energy windows active={active_seconds} s, idle={idle_seconds} s, settle={settle_seconds} s: "
+                          "give finite seconds (--active-seconds, --idle-seconds, --settle-seconds)")
     if trial_designs and (rounds < 2 or active_seconds < 50 * en.COUNTER_UPDATE_INTERVAL_S
                           or idle_seconds <= en.COUNTER_UPDATE_INTERVAL_S or settle_seconds < 0):
         raise BundleError(f"{protocol} settings rounds={rounds}, active={active_seconds} s, idle={idle_seconds} s, "

@@ -406,19 +406,28 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     workdir.mkdir(parents=True, exist_ok=True)
     with run_archive.phase(PHASE, force=force) as stage:
         inputs = write_fixture_inputs(workdir, mnist_dir)
-        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+        import threading  # noqa: PLC0415
+        from concurrent.futures import Future  # noqa: PLC0415
 
         from bundle.boards import placement_env  # noqa: PLC0415
         from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
 
         places = list(boards) or [None]
         locks = [gpu_lock_path(workdir, board) for board in places]
-        # The metric query (~16 s on the H200) runs while the first runs prepare: it holds every
-        # board's lock shared, so no range starts before it has finished.
-        query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncu-query")
-        query = query_pool.submit(_with_shared_locks, locks, lambda: record_capabilities(
-            stage, engine=engine, ncu_path=ncu_path, workdir=workdir, on_line=on_line))
-        query_pool.shutdown(wait=False)
+        # The metric query (~16 s on the H200) runs while the first runs prepare, holding every
+        # board's lock shared: no range runs while it does (a run already exclusive makes it wait).
+        # A daemon thread, so that a failed run does not keep the process waiting for it; a failed
+        # query stops the runs not yet started.
+        query: Future = Future()
+
+        def run_query() -> None:
+            try:
+                query.set_result(_with_shared_locks(locks, lambda: record_capabilities(
+                    stage, engine=engine, ncu_path=ncu_path, workdir=workdir, on_line=on_line)))
+            except BaseException as exc:  # noqa: BLE001  (handed to the phase's thread)
+                query.set_exception(exc)
+
+        threading.Thread(target=run_query, name="ncu-query", daemon=True).start()
         records: dict[str, dict[str, Any]] = {}
         resumed: list[str] = []
         per_board: dict[int, list[Callable[[], Any]]] = {b: [] for b in range(len(places))}
@@ -426,6 +435,11 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         for index, run in enumerate(runs):
             if stage.has(f"{run.name}.json.gz"):
                 records[run.name] = archive.read_json_gz(stage / f"{run.name}.json.gz")
+                staged = ((records[run.name].get("fixture") or {}).get("learner") or {}).get(
+                    "name", counters.DEFAULT_LEARNER)
+                if staged != learner:
+                    raise BundleError(f"{stage.path} holds run {run.name} of learner {staged}, not {learner}: "
+                                      f"resume with --learner {staged}, or start over with --force")
                 resumed.append(run.name)
                 if on_run is not None:
                     on_run(run, index, len(runs))
@@ -436,6 +450,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             env = placement_env(board, str(locks[k % len(places)]), lock_scope="range")
 
             def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
+                if query.done() and query.exception() is not None:
+                    raise query.exception()
                 if on_run is not None:
                     on_run(run, runs.index(run), len(runs))
                 return run.name, profile_once(run, stage, engine=engine, ncu_path=ncu_path, workdir=workdir,

@@ -231,3 +231,12 @@ def test_original_protocol_on_the_device(tmp_path: Path) -> None:
     print(result["original"])
     assert s["count"] == 3 and s["mean"] > 0
     assert (tmp_path / "energy" / "original.nvml.jsonl.gz").is_file()
+
+
+@pytest.mark.parametrize("window", ["active_seconds", "idle_seconds", "settle_seconds"])
+def test_non_finite_windows_are_refused_before_anything_is_written(tmp_path: Path, window: str) -> None:
+    from bundle.phases.energy import run_energy
+
+    with pytest.raises(BundleError, match="give finite seconds"):
+        run_energy(tmp_path / "run", engine=None, protocol="learners", **{window: float("nan")})
+    assert not (tmp_path / "run").exists()

@@ -9,6 +9,7 @@ applied and the manifest rebuilt. The verifier must pass it and fail each forger
 from __future__ import annotations
 
 import copy
+import gzip
 import shutil
 from pathlib import Path
 
@@ -45,6 +46,11 @@ def two_board_archive(tmp_path: Path) -> Path:
         rec["predictions_file"] = f"{stem}-b01.predictions.npy"
         archive.write_json_gz(root / "energy" / f"{stem}-b01.json.gz", rec)
         shutil.copyfile(root / "energy" / f"{stem}.energy-config.json", root / "energy" / f"{stem}-b01.energy-config.json")
+        log = root / "energy" / f"{stem}.nvml.jsonl.gz"
+        if log.is_file():  # the trial's NVML log, read on the other board
+            text = (gzip.decompress(log.read_bytes()).decode().replace(uuid, OTHER["uuid"]).replace(bus, OTHER["bus"])
+                    .replace(bus[4:], OTHER["bus"][4:]))
+            archive.write_bytes_gz(root / "energy" / f"{stem}-b01.nvml.jsonl.gz", text.encode())
         records.append((t["round"], t["workspace"], f"{stem}-b01", rec))
     second = phase._interleaved_summary(records, first["settings"], root / "energy", first["draw_index"])
     second["completed_at_utc"] = first["completed_at_utc"]  # as if written within the phase's span

@@ -14,6 +14,7 @@ import copy
 import gzip
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -120,7 +121,8 @@ def test_profile_csv_record_and_summary_changed_while_its_ncu_output_prints_the_
     rec["metric_rows"] = rows.metric_rows()
     rec.update(counters.normalise_counters(rec["metric_rows"], counters.SEQUENCES_IN_RANGE["task"], "task"))
     value = rows.metrics["dram__bytes_read.sum"].value
-    rec["ncu_report_cross_check"]["metrics"]["dram__bytes_read.sum"].update(csv_value=value, report_value=value)
+    if "metrics" in rec["ncu_report_cross_check"]:  # skipped at run time where ncu_report was not importable
+        rec["ncu_report_cross_check"]["metrics"]["dram__bytes_read.sum"].update(csv_value=value, report_value=value)
     rec["files"]["csv"].update(archive.file_entry(root / csv_rel, csv_rel) | {"path": f"{name}.csv.gz"})
     rec["files"]["csv"].pop("size_bytes")
     _write(root, rec_rel, rec)
@@ -162,12 +164,13 @@ def test_one_peak_changed_while_the_other_records_of_its_workspace_say_otherwise
     _rebuild_manifest(root)
     fails = _failures(root)
     assert set(fails) == {"memory.workspace_peak", "compare.peak_allocated_bytes"}, sorted(fails)
-    assert "20 other records" in fails["compare.peak_allocated_bytes"][0].reason
+    assert re.search(r"differs from (\d+) of the \1 other records of the same workspace config",
+                     fails["compare.peak_allocated_bytes"][0].reason)
 
 
 def test_energies_divided_by_1000_with_the_nvml_log_to_match_fail_the_power_plausibility(tmp_path):
     root = _copy(tmp_path)
-    rel, log_rel = "energy/original.json.gz", "energy/original.nvml.jsonl.gz"
+    rel, log_rel = "energy/trial-r01-workspace-16-8.json.gz", "energy/trial-r01-workspace-16-8.nvml.jsonl.gz"
     rec = _read(root, rel)
     lines = [json.loads(x) for x in gzip.decompress((root / log_rel).read_bytes()).decode().splitlines()]
     for line in lines:
@@ -179,12 +182,8 @@ def test_energies_divided_by_1000_with_the_nvml_log_to_match_fail_the_power_plau
             for end in ("start", "end"):
                 trial[window][end]["energy_mj"] //= 1000
         _retrial(trial)
-    rec["energy"]["summary"] = {k: en.summarise_original([t[k] for t in rec["energy"]["trials"]])
-                                for k in en.PER_TASK_KEYS}
     _write(root, rel, rec)
-    summary = _read(root, "energy/original-summary.json.gz")
-    summary["summaries"] = {k: en.summarise([t[k] for t in rec["energy"]["trials"]]) for k in en.PER_TASK_KEYS}
-    _write(root, "energy/original-summary.json.gz", summary)
+    _rebuild_interleaved(root)
     _rebuild_manifest(root)
     fails = _failures(root)
     assert set(fails) == {"energy.power_plausible"}, sorted(fails)
@@ -244,7 +243,7 @@ def test_refused_archive_contents_fail(tmp_path):
 def test_run_id_against_the_environment_fails(tmp_path):
     root = _copy(tmp_path)
     env = _read(root, "environment.json.gz")
-    env["run_id"] = "h200-20261201"
+    env["run_id"] = "h200-20261130"
     _write(root, "environment.json.gz", env)
     _rebuild_manifest(root)
     rep = verify_archive(root)

@@ -64,6 +64,10 @@ def _inventory(rec: dict) -> None:
     rec["buffer_inventory"]["named_tensors"][0]["shape"] = [1, 2, 3]
 
 
+def _metadata_says_rev88(rec: dict) -> None:
+    rec["metadata"].pop("learner")  # the record says fused, its metadata the frozen learner
+
+
 def _summary_learner(rec: dict) -> None:
     rec["learner"] = None  # a fused profile passed off as the frozen learner's
 
@@ -74,8 +78,26 @@ def _summary_learner(rec: dict) -> None:
     ("qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),
     ("profile/workspace-16-8-task-r01.fixture.json.gz", _inventory, "memory.inventory.structure.fused"),
     ("profile/profiles.json.gz", _summary_learner, "profile.summary.learner"),
+    ("profile/workspace-16-8-training-r02.fixture.json.gz", _metadata_says_rev88, "fixture.learner"),
+    ("qualify/draw-07.json.gz", _metadata_says_rev88, "qualify.record.learner"),
 ])
+
+
 def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, rel, change)
     assert "FAIL" in _statuses(root).get(check, set()), check
+
+
+def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
+    """A rev88 record passed off as the variant (to dodge the frozen inventory) fails: compare never runs one."""
+    from tests.conftest import REPO_ROOT as root_dir
+
+    root = linked_copy(root_dir / "evidence" / "h200-20261201", tmp_path)
+    fused = json.loads(gzip.decompress((ARCHIVE / "qualify" / "draw-00.json.gz").read_bytes()))["metadata"]["learner"]
+
+    def relabel(rec: dict) -> None:
+        rec["learner"] = dict(fused)
+        rec["metadata"]["learner"] = dict(fused)
+    forge_record(root, "compare/workspace-16-8.json.gz", relabel)
+    assert "FAIL" in _statuses(root).get("fixture.learner", set())

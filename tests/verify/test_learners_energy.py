@@ -53,6 +53,8 @@ def learners_archive(tmp_path: Path) -> Path:
         stem = phase.learners_trial_stem(r, learner, ws)
         rec = archive.read_json_gz(energy / f"{source}.json.gz")
         shutil.copyfile(energy / rec["predictions_file"], energy / f"{stem}.predictions.npy")
+        if (energy / f"{source}.nvml.jsonl.gz").is_file():  # the trial's NVML log goes with it
+            shutil.copyfile(energy / f"{source}.nvml.jsonl.gz", energy / f"{stem}.nvml.jsonl.gz")
         rec["predictions_file"] = f"{stem}.predictions.npy"
         rec["cublas_workspace_config"] = ws
         if learner != "rev88":

@@ -1,4 +1,4 @@
-"""The real H200 run archive (evidence/h200-20261201): verified with 0 FAIL, tampering caught, reports.
+"""The real H200 run archive (evidence/h200-20261201, one board): verified with 0 FAIL, tampering caught, reports.
 
 The full verification (with the four stored ``.ncu-rep`` reads, ~14 s on 2 cores) runs once
 per module; tamper and forgery tests hide ``ncu_report`` so they stay short.
@@ -53,7 +53,7 @@ def test_real_archive_verifies_with_no_fail(report):
     assert report.ok, [(r.check_id, r.subject, r.reason) for r in report.failures()]
     ids = {r.check_id for r in report if r.status is Status.PASS or npz_bytes_unavailable(r)}
     for cid in ("compare.reduction", "compare.frozen_reference", "energy.interleaved.summary.idle_adjusted_mj_per_task",
-                "energy.interleaved.ratio.idle_adjusted_mj_per_task", "energy.original_protocol.summary.cuda_ms_per_task",
+                "energy.interleaved.ratio.idle_adjusted_mj_per_task", "placement.gpu_lock", "energy.nvml_log.stamps",
                 "profile.summary.mean_sd", "validate.maximum_abs_error", "consistency.execution",
                 "consistency.workspace_requested", "consistency.input_archive_sha256", "energy.interval.settle_seconds"):
         assert cid in ids, cid
@@ -63,7 +63,7 @@ def test_real_archive_verifies_with_no_fail(report):
 
 def test_figures_are_the_recomputed_ones(report):
     s = report.verified("energy.interleaved.summary.idle_adjusted_mj_per_task", "energy/interleaved.json.gz :16:8")
-    assert s["count"] == 3 and s["ci95_low"] < s["mean"] < s["ci95_high"]
+    assert s["count"] == 5 and s["ci95_low"] < s["mean"] < s["ci95_high"]
     peak = report.verified("compare.peak_allocated_bytes", "compare/comparison.json.gz :16:8")
     assert peak == 15_040_512
     frozen = [r for r in report if r.check_id == "draws.frozen_predictions_sha256"]
@@ -168,10 +168,11 @@ def test_report_for_the_real_archive(tmp_path, hidden_ncu_report):
 
     md = build_report(REAL, tmp_path / "rep", original=REPO_ROOT / "evidence" / "rev88-original").read_text()
     assert "| 0 | 8,887 | 88.87 | 88.87 | yes |" in md
-    assert "GPU-136ba197" in md and "GPU-22f8279a" in md and "2025.3.1" in md
-    assert "| energy, profile | NVIDIA H200 (`GPU-22f8279a-caa5-ddec-14c8-8cfe20afc123`) | 580.159.04 | native |" in md
-    assert "| this run, H200, interleaved | `GPU-22f8279a` | `:16:8` | 3 | 335.6 | [334.2, 337.0] | 0.803 " in md
-    assert "| `:4096:8` task | 9,466,635 ± 906,222 | 4,914,392 |" in md  # labels as in the figure
+    assert "GPU-aa25cade" in md and "2025.3.1" in md
+    assert ("| validate, compare, qualify, energy, profile | NVIDIA H200 (`GPU-aa25cade-cba2-24ea-1e2d-1e97073becb9`) "
+            "| 580.159.04 | native |") in md  # one board for the whole protocol
+    assert "| this run, H200, interleaved | `GPU-aa25cade` | `:16:8` | 5 | 302.5 | [298.1, 306.9] | 0.784 " in md
+    assert "| `:4096:8` task | 9,309,765 ± 1,754,316 | 4,914,392 |" in md  # labels as in the figure
     assert "Aggregate: 98,208 of 110,000 correct (89.28 %)" in md
     assert "| not run |" not in md and "False" not in md and "| None |" not in md and "CUDA None" not in md
     for png in ("accuracy.png", "peak_memory.png", "energy.png", "profiles.png"):

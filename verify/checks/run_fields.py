@@ -163,7 +163,7 @@ def check_inventories(f: ArchiveFiles) -> list[CheckResult]:
         inv = get_dict(rec, "buffer_inventory", rel)
         want = ref
         md = get_dict(rec, "metadata", rel)
-        if fields.learner_name(md) == fields.FUSED_LEARNER or fields.learner_name(rec) == fields.FUSED_LEARNER:
+        if fields.learner_name(rec) == fields.FUSED_LEARNER:  # agrees with its metadata: fixture.learner
             # no frozen reference for the variant: every fused record of the archive has the first one's buffers
             fused_ref = fused_ref or (rel, inv)
             out.append(check_equal("memory.inventory.structure.fused", rel, fields.inventory_structure(inv, rel),
@@ -296,6 +296,10 @@ def peak_groups(f: ArchiveFiles) -> dict[tuple, list[tuple[str, dict]]]:
     return groups
 
 
+#: Record folders whose fixture jobs may run a learner other than the frozen one (``--learner``).
+VARIANT_PHASES = ("energy/trial-", "profile/")
+
+
 def check_fixture_fields(f: ArchiveFiles) -> list[CheckResult]:
     """Each fixture record's own protocol fields."""
     out: list[CheckResult] = []
@@ -309,7 +313,15 @@ def check_fixture_fields(f: ArchiveFiles) -> list[CheckResult]:
             l2 = get_int(rec, "hardware.l2_cache_bytes", rel)
             want_pred = f"{posixpath.basename(rel)[: -len('.json.gz')]}.predictions.npy"
             p = rec.get("profile")
-            v = [check_equal("fixture.fields", rel,
+            learner = fields.learner_name(rec)
+            v = [check_equal("fixture.learner", rel,
+                             {"record": learner, "metadata": fields.learner_name(get_dict(rec, "metadata", rel))},
+                             {"record": learner if learner == "rev88" or rel.startswith(VARIANT_PHASES)
+                              else f"rev88 (only {', '.join(VARIANT_PHASES)} records run a variant)",
+                              "metadata": learner},
+                             what="the learner the record names, the same in its metadata; a variant only where "
+                                  "the phases run one (qualify, the learners energy design, profile)")]
+            v += [check_equal("fixture.fields", rel,
                              {"schema_version": get_int(rec, "schema_version", rel), "mode": get_str(rec, "mode", rel),
                               "requested_scope": get_str(rec, "requested_scope", rel),
                               "environment_was_set_externally": get(rec, "environment_was_set_externally", bool, rel),
@@ -455,6 +467,8 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                  what="comparison with the frozen draw recomputed"))
             fx = rec.get("fixture")
             if isinstance(fx, dict):
+                v.append(check_equal("qualify.record.learner", rel, fields.learner_name(fx), fields.learner_name(md),
+                                     what="the learner the draw's fixture record names, the same in its metadata"))
                 named = (_fused_named_storage_bytes(f) if fields.learner_name(fx) == fields.FUSED_LEARNER
                          else get_int(_frozen_inventory(), "unique_named_storage_bytes", "frozen"))
                 v.append(check_equal("qualify.record.fresh_process", rel,

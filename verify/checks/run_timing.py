@@ -34,6 +34,9 @@ from verify.result import CheckResult, check_equal, check_true, guarded
 PHASE_ORDER = ("validate", "compare", "qualify", "energy", "profile")
 STAMP_KEYS = ("completed_at_utc", "finished_at_utc", "recorded_at_utc")
 SLACK_S = 1.0
+#: A phase's duration_s against its own start and finish stamps (ISO-8601 with microseconds; the
+#: writer takes all three from one clock reading each): 50 ms.
+DURATION_SLACK_S = 0.05
 RECORD_SLACK_S = 2.0
 
 
@@ -86,13 +89,19 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
                 ps, pf = _t(p.get("started_at_utc"), where), _t(p.get("finished_at_utc"), where)
                 name = p.get("phase")
                 v.append(check_true("reproduce.timing.phase", f"{where} {name}",
-                                    abs((pf - ps) - float(p["duration_s"])) <= SLACK_S
+                                    abs((pf - ps) - float(p["duration_s"])) <= DURATION_SLACK_S
                                     and ps >= previous_end and pf <= finish + SLACK_S,
                                     f"phase {name}: duration_s {p['duration_s']} against its stamps "
                                     f"{pf - ps:.1f} s, or outside the invocation / overlapping the phase before",
                                     recorded=p["duration_s"], recomputed=round(pf - ps, 3)))
                 previous_end = pf - SLACK_S
                 last_run[name] = (i, ps, pf)
+                devices = sorted({str(r.get("device")) for r in _phase_fixture_records(f, name)})
+                if devices:
+                    v.append(check_equal("reproduce.timing.device", f"{where} {name}", inv.get("device"),
+                                         devices[0] if len(devices) == 1 else "one device for the phase's records",
+                                         what="the invocation's --device against the device its phase's fixture "
+                                              "records ran on"))
             return v
         out += guarded("reproduce.timing.error", where, one)
     present = sorted({rel.split("/")[0] for rel in f.content if "/" in rel and rel.split("/")[0] in PHASE_ORDER})
@@ -108,6 +117,17 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
         out.append(check_true("reproduce.timing.record_stamps", f"{name}/ (invocation {i})", not outside,
                               f"{len(outside)} record stamp(s) of phase {name} fall outside the span the "
                               f"invocation recorded for it, first {outside[:1]}", recorded=len(stamps)))
+    return out
+
+
+def _phase_fixture_records(f: ArchiveFiles, phase: str) -> list[dict]:
+    """The fixture records of *phase* that name their device (``mode`` measure/profile records)."""
+    out = []
+    for rel in sorted(f.content):
+        if rel.startswith(f"{phase}/") and rel.endswith(".json.gz"):
+            rec = json_record(f, rel)
+            if isinstance(rec, dict) and "buffer_inventory" in rec and isinstance(rec.get("device"), str):
+                out.append(rec)
     return out
 
 
