@@ -419,7 +419,10 @@ def _energy(ctx: _Context, lines: list[str]) -> str | None:
               "| measurement | board | workspace | trials | mean | 95 % interval | ratio to `:4096:8` (95 % Fieller) |",
               "|---|---|---|---:|---:|---|---|"]
     panels: list[plots.Panel] = []
-    if ctx.ran["energy"] and (inter or not proto):
+    has_interleaved = (ctx.archive / "energy" / "interleaved.json.gz").is_file()
+    if ctx.ran["energy"] and not has_interleaved and not proto:
+        lines.append(f"| {mine}, interleaved | — | — | {NOT_RUN} | {NOT_RUN} | {NOT_RUN} | {NOT_RUN} |")
+    if ctx.ran["energy"] and has_interleaved and (inter or not proto):
         bars = []
         for ws in WORKSPACES:
             s, r = inter.get(ws), ratios.get(ws)
@@ -542,10 +545,11 @@ def _profile_label(workspace: str, scope: str) -> str:
 
 def _profiles(ctx: _Context, lines: list[str]) -> str | None:
     stats = _by_workspace(_values(ctx.rep, "profile.summary.mean_sd"))
+    learner = next(iter(_values(ctx.rep, "profile.summary.learner").values()), None)
     dram = _values(ctx.orig, "profile.dram_total_bytes_per_sequence")
     l2r = _values(ctx.orig, "profile.l2_read_request_bytes_per_sequence")
     l2w = _values(ctx.orig, "profile.l2_write_request_bytes_per_sequence")
-    mine = ctx.label("profile")
+    mine = ctx.label("profile") + (f", {learner['name']}" if isinstance(learner, dict) and "name" in learner else "")
     lines += ["## DRAM and L2 traffic per sequence (profile; bytes, this run mean ± sample SD over repeats, "
               "A100 single run)", "",
               f"| profile | {mine}: DRAM total | A100 original: DRAM total | {mine}: L2 read + write requests | "
