@@ -183,3 +183,24 @@ def test_one_real_profile_on_the_gpu(tmp_path: Path) -> None:
     if p.import_ncu_report()[0] is not None:
         assert record["ncu_report_cross_check"]["status"] == "passed"
     print(json.dumps({k: record[k] for k in record if k.endswith("_per_sequence") or k.startswith("l2_")}, indent=1))
+
+
+def test_resuming_with_another_learner_is_refused(tmp_path: Path, fake_ncu: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs staged by an interrupted rev88 profile are not mixed into a rev88-fused one."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(p, "import_ncu_report", lambda: (None, "ncu_report withheld by the test"))
+    real_once, calls = phase.profile_once, []
+
+    def interrupted(run, *args, **kwargs):
+        calls.append(run.name)
+        if len(calls) == 3:
+            raise BundleError("interrupted by the test")
+        return real_once(run, *args, **kwargs)
+
+    monkeypatch.setattr(phase, "profile_once", interrupted)
+    run_dir = tmp_path / "run"
+    with pytest.raises(BundleError, match="interrupted by the test"):
+        phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), overlap=1)
+    monkeypatch.setattr(phase, "profile_once", real_once)
+    with pytest.raises(BundleError, match="of learner rev88, not rev88-fused: resume with --learner rev88"):
+        phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), learner="rev88-fused")
