@@ -110,6 +110,16 @@ def load_script(name: str) -> ModuleType:
     return module
 
 
+def check_statuses(path: Path) -> dict[str, set[str]]:
+    """check id -> the set of statuses (``"PASS"``, ``"FAIL"``, ``"UNAVAILABLE"``) ``verify_archive(path)`` gave it."""
+    from verify.registry import verify_archive  # noqa: PLC0415 - conftest stays import-light
+
+    out: dict[str, set[str]] = {}
+    for r in verify_archive(path).results:
+        out.setdefault(r.check_id, set()).add(r.status.value)
+    return out
+
+
 def forge_record(root: Path, rel: str, change) -> None:
     """Rewrite the gz JSON record *rel* of run archive *root* with ``change(record)``, then rebuild the manifest.
 

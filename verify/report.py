@@ -468,14 +468,6 @@ def _energy(ctx: _Context, lines: list[str]) -> str | None:
     return "energy.png"
 
 
-LEARNER_ARMS = ("rev88 :16:8", "rev88 :0:0", "rev88-fused :16:8")
-
-
-def _arm_stem(label: str) -> str:
-    learner, ws = label.split()
-    return f"{learner}-workspace-{ws.strip(':').replace(':', '-')}"
-
-
 def _task_traffic(rep: VerifyReport | None) -> dict[str, dict[str, float]]:
     """Verified task-scope profile means (per task), keyed by workspace config (``:16:8``)."""
     out = {}
@@ -506,12 +498,15 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               "predictions: trials whose predictions equal the frozen draw-0 predictions.", "",
               "| arm | trials | CUDA ms/task | idle-adjusted mJ/task | ratio to `rev88 :16:8` | peak allocated bytes "
               "| predictions = frozen |", "|---|---:|---:|---:|---|---:|---:|"]
-    for arm in LEARNER_ARMS:
+    from bundle.phases.energy import LEARNER_ARMS, LEARNERS_BASELINE, arm_label, learners_trial_stem  # noqa: PLC0415
+
+    for learner, workspace in LEARNER_ARMS:
+        arm = arm_label(learner, workspace)
         s, m, r = summ.get(arm), ms.get(arm), ratio.get(arm)
-        stem = _arm_stem(arm)
+        stem = learners_trial_stem(0, learner, workspace).split("-", 2)[2]  # without its round
         arm_peaks = sorted({v for k, v in peaks.items() if f"-{stem}.json.gz" in k and k.startswith("energy/trial-")})
         equal = sum(1 for k in preds if k.startswith("energy/trial-") and k.endswith(f"-{stem}.predictions.npy"))
-        ratio_text = "—" if arm == LEARNER_ARMS[0] else (
+        ratio_text = "—" if arm == LEARNERS_BASELINE else (
             f"{fixed(r['ratio'], 4)} {interval(r['ci95_low'], r['ci95_high'], 4)}" if r else NOT_VERIFIED)
         lines.append(
             f"| `{arm}` | {count(s['count']) if s else NOT_VERIFIED} | {_mean_ci(m, 3) if m else NOT_VERIFIED} | "

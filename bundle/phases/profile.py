@@ -35,6 +35,7 @@ from bundle import archive
 from bundle import profile as counters
 from bundle.errors import BundleError
 from bundle.jobs import WORKSPACE_ENV, Engine, JobResult, JobSpec
+from bundle.phases.energy import learner_of
 from bundle.phases.fixture_runner import engine_env
 
 PHASE = "profile"
@@ -186,7 +187,7 @@ def record_capabilities(stage: archive.PhaseStage, *, engine: Engine, ncu_path: 
 def _check_fixture_record(run: ProfileRun, fixture: dict[str, Any], rows: counters.CounterRows,
                           learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Cross-check the fixture's own record with the counters; returns the facts kept."""
-    found = (fixture.get("learner") or {}).get("name", counters.DEFAULT_LEARNER)
+    found = learner_of(fixture)
     if found != learner:
         raise BundleError(f"fixture record of {run.name} names learner {found!r}, expected {learner!r}: the fixture "
                           "did not run the learner asked for")
@@ -435,8 +436,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         for index, run in enumerate(runs):
             if stage.has(f"{run.name}.json.gz"):
                 records[run.name] = archive.read_json_gz(stage / f"{run.name}.json.gz")
-                staged = ((records[run.name].get("fixture") or {}).get("learner") or {}).get(
-                    "name", counters.DEFAULT_LEARNER)
+                staged = learner_of(records[run.name].get("fixture") or {})
                 if staged != learner:
                     raise BundleError(f"{stage.path} holds run {run.name} of learner {staged}, not {learner}: "
                                       f"resume with --learner {staged}, or start over with --force")

@@ -15,22 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import REPO_ROOT, forge_record, linked_copy
-from verify.registry import verify_archive
+from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
-def _statuses(path: Path) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for r in verify_archive(path).results:
-        out.setdefault(r.check_id, set()).add(r.status.value)
-    return out
-
-
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones() -> None:
-    statuses = _statuses(ARCHIVE)
+    statuses = check_statuses(ARCHIVE)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
                   "qualify.record.fresh_process", "placement.gpu_lock"):
@@ -86,7 +78,7 @@ def _summary_learner(rec: dict) -> None:
 def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, rel, change)
-    assert "FAIL" in _statuses(root).get(check, set()), check
+    assert "FAIL" in check_statuses(root).get(check, set()), check
 
 
 def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
@@ -100,4 +92,4 @@ def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
         rec["learner"] = dict(fused)
         rec["metadata"]["learner"] = dict(fused)
     forge_record(root, "compare/workspace-16-8.json.gz", relabel)
-    assert "FAIL" in _statuses(root).get("fixture.learner", set())
+    assert "FAIL" in check_statuses(root).get("fixture.learner", set())

@@ -10,24 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, forge_record, linked_copy
-from verify.registry import verify_archive
+from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201"
 CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
           "placement.board", "placement.recorded", "placement.gpu_lock", "qualify.concurrency")
 
 
-def _statuses(path: Path) -> dict[str, set[str]]:
-    report = verify_archive(path)
-    out: dict[str, set[str]] = {}
-    for r in report.results:
-        out.setdefault(r.check_id, set()).add(r.status.value)
-    return out
-
-
 def test_shipped_single_board_archive_passes_every_timing_and_placement_check() -> None:
-    statuses = _statuses(ARCHIVE)
+    statuses = check_statuses(ARCHIVE)
     for check in CHECKS:
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
 
@@ -93,4 +84,4 @@ def _exclusive_after_range(rec: dict) -> None:
 def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, rel, change)
-    assert "FAIL" in _statuses(root).get(check, set()), check
+    assert "FAIL" in check_statuses(root).get(check, set()), check

@@ -51,10 +51,10 @@ FUSED_LEARNER = "rev88-fused"  #: bundle.fused_learner.LEARNER_NAME (not importe
 
 
 def learner_name(record: Mapping[str, Any]) -> str:
-    """The learner a record or metadata block names (its ``learner.name``), ``rev88`` where it names none."""
-    block = record.get("learner") if isinstance(record, Mapping) else None
-    name = block.get("name") if isinstance(block, Mapping) else None
-    return name if isinstance(name, str) else "rev88"
+    """The learner a record or metadata block names: the writer's ``bundle.phases.energy.learner_of``."""
+    from bundle.phases.energy import learner_of  # noqa: PLC0415  (torch-free; keeps this module import-light)
+
+    return learner_of(record)
 
 
 @functools.lru_cache(maxsize=1)

@@ -669,17 +669,15 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
             command = get_list(rec, "command", rel)
             export = command[command.index("--export") + 1] if "--export" in command else ""
             workdir = posixpath.dirname(export)
-            fx_learner = ((json_record(f, f"profile/{name}.fixture.json.gz") or {}).get("learner") or {}).get(
-                "name", counters.DEFAULT_LEARNER)
+            fx_rel = f"profile/{get_str(rec, 'files.fixture_record.path', rel)}"
+            fx = json_record(f, fx_rel) or {}
             want_cmd = list(counters.profile_argv(ncu or "?", f"{workdir}/{name}", counters.fixture_argv(
                 f"{workdir}/input.npz", f"{workdir}/config.json", f"{workdir}/{name}.fixture.json.gz", scope,
-                learner=fx_learner)))
+                learner=learner_of(fx))))
             csv = counters.parse_raw_csv(f.read(f"profile/{get_str(rec, 'files.csv.path', rel)}").decode("utf-8"),
                                          hit_rate_limit_percent=None)
             attrs.append((rel, json.dumps({k: v for k, v in csv.device_attributes.items() if k != "gpu__time_duration.sum"},
                                           sort_keys=True)))
-            fx_rel = f"profile/{get_str(rec, 'files.fixture_record.path', rel)}"
-            fx = json_record(f, fx_rel) or {}
             fmd = fx.get("metadata") or {}
             v = [check_equal("profile.run.fields", rel,
                              {"schema_version": rec.get("schema_version"), "name": name, "profile": rec.get("profile"),
