@@ -1,33 +1,47 @@
-"""Per-phase wall time of a reproduce, the old way against the new way, on one GPU in one run.
+"""Per-phase wall time of a reproduce, the old way against the new way, on one GPU.
 
-Old and new differ only where a phase's old way still exists (see docs/protocol.md, "Where the
-time goes"):
+Old and new differ where a phase's old way still exists (see docs/protocol.md §8.4):
 
+* validate: its four jobs one after another (``concurrent=False``) against the worker and the
+  two refusals at once, then the CLI job alone;
+* compare: the three fresh processes one after another (``prestart_next=False``) against the
+  next one pre-started behind the board's GPU lock;
 * qualify: the 11 fresh draw processes one after another (``jobs=1``) against all at once;
 * energy: each interleaved trial's process started after the previous one exited, against the
   next one pre-started behind the board's GPU lock (``prestart_next``);
-* profile: one ncu run at a time (``overlap=1``) against the phase's default (four at once,
-  preparing together under the shared GPU lock, each range alone);
-* validate, compare: one way only (run once, printed in both columns).
+* profile: one ncu run at a time (``overlap=1``) against the phase's default (all twelve runs
+  started at once, preparing together under the shared GPU lock, each range alone).
 
-Each way runs into its own run folder under ``--work``, native engine, this host's first GPU.
-Prints a table (phase, old s, new s, new/old) and writes it as JSON to ``--json``.
+Two modes.
 
-Usage (GPU host, repository root)::
+``run``: each requested way of each phase runs into its own run folder under ``--work``, native
+engine, this host's first GPU; every finished (phase, way) is appended to ``--json`` at once,
+with the board's UUID, so a call cut short keeps what it finished::
 
-    PYTHONPATH=. python3 benchmarks/reproduce_bench.py --phases qualify,energy --rounds 2 --json out.json
+    PYTHONPATH=. python3 benchmarks/reproduce_bench.py run --phases qualify,profile --ways old,new --json a.json
+
+``table``: the side-by-side table (phase, old s, new s, new/old) from one or more such JSON files
+and, with ``--new-from RUN_DIR``, the new way taken from a ``rev88 reproduce`` run folder's own
+record of its phases (``environment.json.gz``, ``reproduce_invocations``): a whole reproduce
+does not fit in one device call beside the old ways. It refuses figures from different boards::
+
+    python3 benchmarks/reproduce_bench.py table a.json b.json --new-from .device/h200-20261202
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 PHASES = ("validate", "compare", "qualify", "energy", "profile")
+WAYS = ("old", "new")
 
 
 def _timed(fn) -> float:
@@ -42,60 +56,151 @@ def run_way(phase: str, way: str, run_dir: Path, *, rounds: int, repeats: int) -
     from bundle.phases import fixture_runner, qualify
 
     engine = SubprocessEngine()
+    new = way == "new"
     if phase == "validate":
         from bundle.phases.validate import run_validate
 
-        return _timed(lambda: run_validate(run_dir, engine=engine, force=True))
+        return _timed(lambda: run_validate(run_dir, engine=engine, force=True, concurrent=new))
     if phase == "compare":
         from bundle.phases.compare import run_compare
 
-        return _timed(lambda: run_compare(run_dir, engine=engine, force=True))
+        return _timed(lambda: run_compare(run_dir, engine=engine, force=True, prestart_next=new))
     if phase == "qualify":
         runner = fixture_runner.FreshProcessRunner(engine, run_dir / ".work" / "qualify", device="cuda")
-        jobs = 1 if way == "old" else 11
+        jobs = 11 if new else 1
         return _timed(lambda: qualify.run_qualification(run_dir, device="cuda", runner=runner, force=True, jobs=jobs))
     if phase == "energy":
         from bundle.phases.energy import run_energy
 
-        return _timed(lambda: run_energy(run_dir, engine=engine, force=True, rounds=rounds,
-                                         prestart_next=way == "new"))
+        return _timed(lambda: run_energy(run_dir, engine=engine, force=True, rounds=rounds, prestart_next=new))
     if phase == "profile":
         from bundle.phases.profile import run_profile
 
         return _timed(lambda: run_profile(run_dir, engine=engine, force=True, repeats=repeats,
-                                          **({} if way == "new" else {"overlap": 1})))
+                                          **({} if new else {"overlap": 1})))
     raise SystemExit(f"reproduce_bench: unknown phase {phase!r}: use {','.join(PHASES)}")
+
+
+def first_board_uuid() -> str | None:
+    """UUID of the board the native engine's jobs land on (this host's first GPU), or None."""
+    from bundle.boards import discover
+
+    boards = discover()
+    return boards[0].uuid if boards else None
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".part") as handle:
+        json.dump(payload, handle, indent=1)
+    os.replace(handle.name, path)
+
+
+def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    items = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in items if p not in allowed]
+    if unknown or not items:
+        raise SystemExit(f"reproduce_bench: unknown or no {what} {unknown or text!r}: use {','.join(allowed)}")
+    return items
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    phases = _split(args.phases, PHASES, "phase(s)")
+    ways = _split(args.ways, WAYS, "way(s)")
+    shutil.rmtree(args.work, ignore_errors=True)
+    board = first_board_uuid()
+    payload = {"board_uuid": board, "rounds": args.rounds, "repeats": args.repeats, "rows": []}
+    for phase in phases:
+        for way in ways:
+            seconds = run_way(phase, way, args.work / way, rounds=args.rounds, repeats=args.repeats)
+            payload["rows"].append({"phase": phase, "way": way, "seconds": seconds, "board_uuid": board,
+                                    "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            print(f"{phase:9s} {way:3s} {seconds:8.1f} s  board {board}", flush=True)
+            if args.json is not None:
+                _write_json(args.json, payload)
+    return 0
+
+
+def reproduce_phase_seconds(run_dir: Path) -> tuple[dict[str, float], set[str]]:
+    """Each phase's ``duration_s`` from the run folder's reproduce invocations (the one that ran it).
+
+    Returns the durations and the board UUIDs of those invocations.
+
+    Raises:
+        SystemExit: no readable ``environment.json.gz`` or no reproduce invocation in it.
+    """
+    path = run_dir / "environment.json.gz"
+    try:
+        env = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"reproduce_bench: cannot read {path} ({exc}): give a rev88 reproduce run folder") from None
+    seconds, boards = {}, set()
+    for inv in env.get("reproduce_invocations") or []:
+        for phase in inv.get("phases") or []:
+            if phase.get("status") == "ran":
+                seconds[phase["phase"]] = float(phase["duration_s"])
+                boards.update(b.get("uuid") for b in inv.get("boards") or [])
+    if not seconds:
+        raise SystemExit(f"reproduce_bench: {path} records no phase that a reproduce invocation ran")
+    return seconds, boards
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    figures: dict[tuple[str, str], float] = {}
+    boards: set[str | None] = set()
+    for path in args.files:
+        try:
+            payload = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"reproduce_bench: cannot read {path} ({exc}): give run-mode JSON files") from None
+        for row in payload.get("rows", []):
+            figures[(row["phase"], row["way"])] = float(row["seconds"])
+            boards.add(row.get("board_uuid"))
+    if args.new_from is not None:
+        seconds, run_boards = reproduce_phase_seconds(args.new_from)
+        boards |= run_boards
+        figures.update({(phase, "new"): s for phase, s in seconds.items()})
+    if len(boards) != 1 or None in boards:
+        raise SystemExit(f"reproduce_bench: the figures come from boards {sorted(map(str, boards))}: old and new "
+                         "must be measured on one board")
+    rows = []
+    for phase in PHASES:
+        new = figures.get((phase, "new"))
+        if new is None:
+            continue
+        old = figures.get((phase, "old"))
+        rows.append({"phase": phase, "old_s": old, "new_s": new,
+                     "new_over_old": None if old is None else round(new / old, 3)})
+        old_text = "       —" if old is None else f"{old:8.1f}"
+        ratio = "     —" if old is None else f"{new / old:6.3f}"
+        print(f"{phase:9s} old {old_text} s   new {new:8.1f} s   new/old {ratio}")
+    with_old = [r for r in rows if r["old_s"] is not None]
+    total_new = sum(r["new_s"] for r in rows)
+    total_old = sum(r["old_s"] if r["old_s"] is not None else r["new_s"] for r in rows)
+    print(f"{'total':9s} old {total_old:8.1f} s   new {total_new:8.1f} s   new/old {total_new / total_old:6.3f}"
+          f"   (a phase without an old figure counts its new one in both columns; {len(with_old)} with both)")
+    print(f"board {boards.pop()}")
+    if args.json is not None:
+        _write_json(args.json, {"rows": rows, "total_old_s": total_old, "total_new_s": total_new})
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--phases", default="qualify,energy,profile")
-    parser.add_argument("--rounds", type=int, default=5, help="energy rounds K (protocol: 5)")
-    parser.add_argument("--repeats", type=int, default=3, help="profile repeats R (protocol: 3)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/reproduce-bench"))
-    parser.add_argument("--json", type=Path, default=None)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    run = sub.add_parser("run", help="run phases the old and/or new way on this host's first GPU")
+    run.add_argument("--phases", default="qualify,energy,profile")
+    run.add_argument("--ways", default="old,new")
+    run.add_argument("--rounds", type=int, default=5, help="energy rounds K (protocol: 5)")
+    run.add_argument("--repeats", type=int, default=3, help="profile repeats R (protocol: 3)")
+    run.add_argument("--work", type=Path, default=Path("/tmp/reproduce-bench"))
+    run.add_argument("--json", type=Path, default=None)
+    table = sub.add_parser("table", help="print old against new from run-mode JSON files (and a reproduce run)")
+    table.add_argument("files", nargs="*", type=Path)
+    table.add_argument("--new-from", type=Path, default=None, help="a rev88 reproduce run folder")
+    table.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    phases = [p.strip() for p in args.phases.split(",") if p.strip()]
-    unknown = [p for p in phases if p not in PHASES]
-    if unknown:
-        print(f"reproduce_bench: unknown phase(s) {unknown}: use {','.join(PHASES)}", file=sys.stderr)
-        return 2
-    shutil.rmtree(args.work, ignore_errors=True)
-    rows = []
-    for phase in phases:
-        ways = ("old", "new") if phase in ("qualify", "energy", "profile") else ("new",)
-        seconds = {way: run_way(phase, way, args.work / way, rounds=args.rounds, repeats=args.repeats)
-                   for way in ways}
-        old, new = seconds.get("old", seconds["new"]), seconds["new"]
-        rows.append({"phase": phase, "old_s": old, "new_s": new, "new_over_old": round(new / old, 3),
-                     "old_way_exists": "old" in seconds})
-        print(f"{phase:9s} old {old:8.1f} s   new {new:8.1f} s   new/old {new / old:6.3f}", flush=True)
-    total_old, total_new = sum(r["old_s"] for r in rows), sum(r["new_s"] for r in rows)
-    print(f"{'total':9s} old {total_old:8.1f} s   new {total_new:8.1f} s   new/old {total_new / total_old:6.3f}")
-    if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "total_old_s": total_old, "total_new_s": total_new,
-                                         "rounds": args.rounds, "repeats": args.repeats}, indent=1))
-    return 0
+    return cmd_run(args) if args.mode == "run" else cmd_table(args)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import typer
 
 from bundle.commands import checked_engine, one_line_errors
 from bundle.errors import BundleError
+from bundle.phases.profile import DEFAULT_OVERLAP
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         learner: Annotated[str, typer.Option(
             "--learner", help="rev88 (the frozen learner, default) or rev88-fused (the Triton variant)")] = "rev88",
         overlap: Annotated[int, typer.Option(
-            "--overlap", help="ncu runs started at once (their preparations overlap; ranges never do)")] = 4,
+            "--overlap", help="ncu runs started at once (their preparations overlap; ranges never do)")] = DEFAULT_OVERLAP,
     ) -> None:
         """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""
         from rich.console import Console  # noqa: PLC0415

@@ -12,6 +12,7 @@ itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Callable, Mapping
@@ -22,13 +23,16 @@ import numpy as np
 
 from bundle import archive
 from bundle.archive import RunArchive
+from bundle.boards import placement_env
 from bundle.errors import BundleError
 from bundle.jobs import Engine
 from bundle.phases.fixture_runner import (
     draw_inputs,
     fixture_job,
+    gpu_lock_path,
     load_predictions,
     run_fixture_job,
+    run_overlapped,
     workspace_stem,
     write_fixture_inputs,
 )
@@ -197,7 +201,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
                 force: bool = False, device: str = "cuda", inputs: Mapping[str, np.ndarray] | None = None,
                 config: Mapping[str, Any] | None = None,
                 on_line: Callable[[str], None] | None = None,
-                on_job: Callable[[str], None] | None = None) -> dict[str, Any]:
+                on_job: Callable[[str], None] | None = None, prestart_next: bool = True) -> dict[str, Any]:
     """Run the workspace comparison into ``run_dir/compare/`` and return ``comparison.json.gz``'s record.
 
     Args:
@@ -211,6 +215,12 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
         config: learner config (default: the frozen config).
         on_line: receives every fixture output line.
         on_job: called with each job name before it starts (progress display).
+        prestart_next: on CUDA, start the next configuration's process while one runs (its
+            interpreter, torch import and inputs, CPU only); each takes the board's GPU lock
+            (``bundle.fixture.acquire_gpu_lock``, process scope, a ticket per configuration)
+            before CUDA initialisation and holds it until it exits, so no two use the GPU at
+            once and they run in ``WORKSPACES`` order (each record's ``placement.gpu_lock``).
+            ``False``: one process after the other (before 2026-12-01).
 
     Raises:
         BundleError: a fixture job failed (the staging folder keeps finished jobs for resume),
@@ -226,6 +236,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
         shutil.copy2(cfg, stage.path / "config.json")
         records: dict[str, dict[str, Any]] = {}
         predictions: dict[str, np.ndarray] = {}
+        pending: list[tuple[str, Path]] = []
         for workspace, _role in WORKSPACES:
             stem = workspace_stem(workspace)
             output = stage.path.resolve() / f"{stem}.json.gz"
@@ -233,16 +244,32 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
                 record = archive.read_json_gz(output)
                 if record.get("input_archive_sha256") != archive.file_sha256(npz):
                     raise BundleError(f"staged {output} was made from other inputs: delete {stage.path} and rerun")
+                records[workspace] = record
             else:
-                if on_job is not None:
-                    on_job(f"{PHASE}/{stem}")
-                spec = fixture_job(f"{PHASE}/{stem}", engine=engine, npz=npz, config=cfg, output=output,
-                                   workspace=workspace, device=device)
-                record = run_fixture_job(engine, spec, output, on_line)
+                pending.append((workspace, output))
+        # On CUDA the next configuration's process starts (interpreter, torch, inputs: CPU only)
+        # while one runs; the board's GPU lock, taken before CUDA initialisation and held to exit,
+        # and the tickets keep the GPU parts one at a time, in WORKSPACES order.
+        lock = (str(gpu_lock_path(run.run_dir / archive.WORK_DIR / PHASE, None))
+                if device == "cuda" and prestart_next else None)
+
+        def job(ticket: int, workspace: str, output: Path) -> tuple[str, dict[str, Any]]:
+            if on_job is not None:
+                on_job(f"{PHASE}/{output.name[:-len('.json.gz')]}")
+            spec = fixture_job(f"{PHASE}/{output.name[:-len('.json.gz')]}", engine=engine, npz=npz, config=cfg,
+                               output=output, workspace=workspace, device=device)
+            if lock is not None:
+                spec = dataclasses.replace(spec, env={**spec.env, **placement_env(None, lock, ticket)})
+            return workspace, run_fixture_job(engine, spec, output, on_line)
+
+        jobs = [lambda k=k, w=w, o=o: job(k, w, o) for k, (w, o) in enumerate(pending)]
+        records.update(dict(run_overlapped(jobs, 2 if lock else 1, Path(lock + ".turn") if lock else None)))
+        for workspace, _role in WORKSPACES:
+            record = records[workspace]
+            output = stage.path.resolve() / f"{workspace_stem(workspace)}.json.gz"
             if record["cublas_workspace_config"] != workspace:
                 raise BundleError(f"{output} ran with {record['cublas_workspace_config']}, expected {workspace}: "
                                   "the engine did not pass the job environment; check the engine")
-            records[workspace] = record
             predictions[workspace] = load_predictions(output, record)
         comparison = summarise(records, predictions, stage.path, draw_index if from_draw else None)
         archive.write_json_gz(stage / "comparison.json.gz", comparison)

@@ -42,6 +42,7 @@ PHASE = "profile"
 WORKSPACE_CONFIGS = (":4096:8", ":16:8")
 SCOPES = ("task", "training")
 MIN_REPEATS = 3
+DEFAULT_OVERLAP = 12  # ncu runs started at once per board: all 4 profiles x R = 3 (bundle/phases/profile.py run_profile)
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
 QUERY_TIMEOUT_S = 600.0
@@ -359,7 +360,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
                 on_line: Callable[[str], None] | None = None, keep_reports: str = "first",
-                boards: Sequence[Any] = (), overlap: int = 4,
+                boards: Sequence[Any] = (), overlap: int = DEFAULT_OVERLAP,
                 learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
@@ -379,7 +380,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             report is still cross-checked and hashed), ``"all"`` stores every report.
         boards: boards to spread the runs over (run k on board k mod B; ``bundle.boards``);
             empty: the engine's default device, as one board.
-        overlap: ncu runs started at once per board (>= 1). Their fixture processes share the
+        overlap: ncu runs started at once per board (>= 1; default :data:`DEFAULT_OVERLAP`, all
+            twelve runs of R = 3 at once; 4 before 2026-12-01 evening). Their fixture processes share the
             board's GPU lock in its ``range`` scope (``bundle.fixture.acquire_gpu_lock``): they
             start ncu, the interpreter and torch, initialise CUDA and prepare at the same time,
             but from its warm-ups before the range until it exits a process holds the board

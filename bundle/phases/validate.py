@@ -2,7 +2,7 @@
 
 The phase writes synthetic inputs (PCG64(9140914): 19 train, 7 query; config epochs 2,
 batch 8) into ``validate/smoke/`` and runs, each in a fresh process through the engine with
-``CUBLAS_WORKSPACE_CONFIG=:16:8`` in the child only:
+``CUBLAS_WORKSPACE_CONFIG=:16:8`` in the child only (1, 3 and 4 at the same time, then 2 alone):
 
 1. the worker (``python -m bundle.phases.validate --worker``): the learner's
    ``validate_cuda_replay`` (depth 1 and 2; atol 2e-5, rtol 3e-3), the CPU reconstruction
@@ -36,6 +36,7 @@ from bundle.phases.fixture_runner import (
     load_predictions,
     npz_bytes,
     run_fixture_job,
+    run_overlapped,
     write_fixture_inputs,
 )
 
@@ -83,7 +84,7 @@ def _expect_refusal(engine: Engine, spec: JobSpec, needle: str, on_line: Callabl
 
 def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: str = "cuda",
                  on_line: Callable[[str], None] | None = None,
-                 on_job: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 on_job: Callable[[str], None] | None = None, concurrent: bool = True) -> dict[str, Any]:
     """Run the runtime validation into ``run_dir/validate/`` and return ``validation.json.gz``'s record.
 
     Args:
@@ -94,6 +95,8 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
             CUDA initialisation is simulated).
         on_line: receives every job output line.
         on_job: called with each job name before it starts.
+        concurrent: run jobs 1, 3 and 4 (which record no timing or memory figure) at the same
+            time, then job 2 alone; ``False``: all four one after another (before 2026-12-01).
 
     Raises:
         BundleError: a job that must succeed failed (finished jobs are kept for resume).
@@ -112,7 +115,10 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
                 on_job(name)
 
         worker_out = smoke / "worker.json.gz"
-        if not stage.has("smoke/worker.json.gz"):
+
+        def worker_job() -> None:
+            if stage.has("smoke/worker.json.gz"):
+                return
             announce("validate/worker")
             spec = JobSpec("validate/worker", ("{python}", "-m", "bundle.phases.validate", "--worker", "--input",
                                                str(npz), "--config", str(cfg), "--output", str(worker_out),
@@ -120,6 +126,29 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
             result = engine.run(spec, on_line=on_line)
             if not result.ok or not worker_out.is_file():
                 raise BundleError(f"validation worker failed (exit {result.exit_code}): {result.last_error_line()}")
+
+        refusals: dict[str, dict[str, Any]] = {}
+
+        def refusal_job(key: str, rel: str, spec: JobSpec, needle: str) -> None:
+            if stage.has(rel):
+                refusals[key] = archive.read_json_gz(stage / rel)
+            else:
+                announce(spec.name)
+                refusals[key] = _expect_refusal(engine, spec, needle, on_line, stage / rel)
+
+        # The worker and the two refusals measure nothing and run at the same time; the CLI job
+        # (a fixture record with memory and timing figures) runs after them, alone.
+        jobs = [worker_job] + [lambda args=args: refusal_job(*args) for args in (
+            ("query_label_archive", "smoke/refusal-test-labels.json.gz",
+             fixture_job("validate/refuse-test-labels", engine=engine, npz=bad, config=cfg,
+                         output=smoke / "refused.json.gz", workspace=PREFERRED_WORKSPACE, device=device),
+             "exactly the three"),
+            ("late_cuda_initialization", "smoke/refusal-late-cuda.json.gz",
+             JobSpec("validate/refuse-late-cuda", ("{python}", "-c", LATE_INIT_CODE[device]), env, smoke,
+                     gpu=device == "cuda"),
+             "before CUDA initialization"),
+        )]
+        run_overlapped(jobs, len(jobs) if concurrent else 1)
         worker = archive.read_json_gz(worker_out)
         cli_out = smoke / "cli.json.gz"
         if stage.has("smoke/cli.json.gz"):
@@ -130,22 +159,6 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
                                                       output=cli_out, workspace=PREFERRED_WORKSPACE,
                                                       device=device), cli_out, on_line)
         cli_predictions = load_predictions(cli_out, cli)
-        refusals = {}
-        for key, rel, spec, needle in (
-            ("query_label_archive", "smoke/refusal-test-labels.json.gz",
-             fixture_job("validate/refuse-test-labels", engine=engine, npz=bad, config=cfg,
-                         output=smoke / "refused.json.gz", workspace=PREFERRED_WORKSPACE, device=device),
-             "exactly the three"),
-            ("late_cuda_initialization", "smoke/refusal-late-cuda.json.gz",
-             JobSpec("validate/refuse-late-cuda", ("{python}", "-c", LATE_INIT_CODE[device]), env, smoke,
-                     gpu=device == "cuda"),
-             "before CUDA initialization"),
-        ):
-            if stage.has(rel):
-                refusals[key] = archive.read_json_gz(stage / rel)
-            else:
-                announce(spec.name)
-                refusals[key] = _expect_refusal(engine, spec, needle, on_line, stage / rel)
         record = build_record(worker, cli, cli_predictions, refusals, device,
                               archive.file_sha256(cli_out))
         archive.write_json_gz(stage / "validation.json.gz", record)

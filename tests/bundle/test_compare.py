@@ -120,3 +120,8 @@ def test_gpu_compare_draw0_end_to_end(tmp_path):
     assert small["peak_allocated_bytes_saved"] > 0 and 0 < small["peak_allocated_ratio_to_baseline"] < 1
     preds = np.load(tmp_path / "run" / "compare" / "workspace-16-8.predictions.npy", allow_pickle=False)
     assert preds.shape == (10_000,) and preds.dtype == np.int64
+    # the next process was pre-started: each took the board lock in its turn, after the one before exited
+    locks = [archive.read_json_gz(tmp_path / "run" / "compare" / cfg["record"])["placement"]["gpu_lock"]
+             for cfg in result["configs"]]
+    assert [lock["ticket"] for lock in locks] == [0, 1, 2] and all(lock["scope"] == "process" for lock in locks)
+    assert locks[1]["waited_s"] > 0 and locks[2]["waited_s"] > 0
