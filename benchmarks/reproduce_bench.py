@@ -9,8 +9,9 @@ Old and new differ where a phase's old way still exists (see docs/protocol.md §
 * qualify: the 11 fresh draw processes one after another (``jobs=1``) against all at once;
 * energy: each interleaved trial's process started after the previous one exited, against the
   next one pre-started behind the board's GPU lock (``prestart_next``);
-* profile: one ncu run at a time (``overlap=1``) against the phase's default (all twelve runs
-  started at once, preparing together under the shared GPU lock, each range alone).
+* profile: one ncu run at a time (``overlap=1``) against the phase's default (two runs started at
+  once under the whole-process GPU lock; ``rev88 profile --lock-scope range`` is the faster way
+  that shares the board during preparations, measured to change L2 read counts, docs/protocol.md §8.4).
 
 Two modes.
 

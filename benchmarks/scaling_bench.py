@@ -64,7 +64,7 @@ def model(archive: Path, phases: dict[str, float], boards: int) -> dict[str, flo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("archive", nargs="?", type=Path, default=REPO / "evidence" / "h200-20261201")
+    parser.add_argument("archive", nargs="?", type=Path, default=REPO / "evidence" / "h200-20261201-r2")
     parser.add_argument("--boards", default="1,2,4,8")
     args = parser.parse_args(argv)
     try:

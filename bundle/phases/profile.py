@@ -42,13 +42,27 @@ PHASE = "profile"
 WORKSPACE_CONFIGS = (":4096:8", ":16:8")
 SCOPES = ("task", "training")
 MIN_REPEATS = 3
-DEFAULT_OVERLAP = 12  # ncu runs started at once per board: all 4 profiles x R = 3 (bundle/phases/profile.py run_profile)
+# How the ncu runs of one board share it (run_profile's lock_scope and overlap). "process": each
+# fixture process holds the board's GPU lock from before CUDA initialisation until it exits, and
+# two runs are started at once (the second one's ncu, interpreter and imports overlap, CPU only).
+# "range": the lock is shared during CUDA initialisation and preparation and exclusive from the
+# warm-ups on; all twelve runs start at once. Measured on one H200 (GPU-f6500d35, 2026-12-01,
+# docs/report-h200-20261201-r2/HISTORY.md) the range way reads 0.1-0.8 % more L2 sectors per task
+# than the serialised way, outside the serialised repeats' 0.02 % spread: it is faster but not
+# the protocol's measurement, so the default is "process".
+LOCK_SCOPE_DEFAULT = "process"
+DEFAULT_OVERLAP = {"process": 2, "range": 12}  # ncu runs started at once per board, per lock scope
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
 QUERY_TIMEOUT_S = 600.0
-GPU_LOCK_TEXT = ("each run's fixture processes take the board's GPU lock shared before CUDA initialisation "
-                 "(preparations of several runs overlap) and exclusively from the warm-ups before the range "
-                 "until they exit (no other job's GPU work meets a range); the metric query holds it shared")
+GPU_LOCK_TEXT = {
+    "range": ("each run's fixture processes take the board's GPU lock shared before CUDA initialisation "
+              "(preparations of several runs overlap) and exclusively from the warm-ups before the range "
+              "until they exit (no other job's GPU work meets a range); the metric query holds it shared"),
+    "process": ("each run's fixture processes take the board's GPU lock exclusively before CUDA "
+                "initialisation and hold it until they exit (no two use the GPU at once; the next run's "
+                "ncu, interpreter and imports start meanwhile); the metric query holds it shared"),
+}
 VERSION_NOTE = (
     "The original used Nsight Compute {pinned}; this run used {found}. Counter definitions "
     "can change between releases: compare figures across versions with that in mind."
@@ -360,7 +374,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
                 on_line: Callable[[str], None] | None = None, keep_reports: str = "first",
-                boards: Sequence[Any] = (), overlap: int = DEFAULT_OVERLAP,
+                boards: Sequence[Any] = (), overlap: int | None = None, lock_scope: str = LOCK_SCOPE_DEFAULT,
                 learner: str = counters.DEFAULT_LEARNER) -> dict[str, Any]:
     """Profile the fixture under ncu: four profiles × *repeats*, interleaved (spec 6, 9.5).
 
@@ -380,14 +394,17 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             report is still cross-checked and hashed), ``"all"`` stores every report.
         boards: boards to spread the runs over (run k on board k mod B; ``bundle.boards``);
             empty: the engine's default device, as one board.
-        overlap: ncu runs started at once per board (>= 1; default :data:`DEFAULT_OVERLAP`, all
-            twelve runs of R = 3 at once; 4 before 2026-12-01 evening). Their fixture processes share the
-            board's GPU lock in its ``range`` scope (``bundle.fixture.acquire_gpu_lock``): they
-            start ncu, the interpreter and torch, initialise CUDA and prepare at the same time,
-            but from its warm-ups before the range until it exits a process holds the board
-            alone, so no other job's GPU work meets a range. Runs take the exclusive part in
-            the order they get it (recorded per run); the interleaved plan only decides which
-            runs start first.
+        overlap: ncu runs started at once per board (>= 1; default :data:`DEFAULT_OVERLAP` of
+            the *lock_scope*).
+        lock_scope: how a run's fixture processes hold the board's GPU lock
+            (``bundle.fixture.acquire_gpu_lock``). ``process`` (default): exclusively from before
+            CUDA initialisation until exit, so only CPU work (ncu, interpreter, imports) of the
+            other started runs overlaps a process. ``range``: shared during CUDA initialisation,
+            preparation and first invocation (those of several runs overlap), exclusive from the
+            warm-ups before the range until exit, so no other job's GPU work meets a range; faster,
+            but measured to read more L2 sectors than the serialised way (see
+            :data:`LOCK_SCOPE_DEFAULT`). Runs take the lock in the order they get it (recorded per
+            run); the interleaved plan only decides which runs start first.
         learner: the fixture's ``--learner``: ``rev88`` (the frozen one) or ``rev88-fused``;
             the summary names it (with the kernel's sha256 from the runs' records).
 
@@ -399,6 +416,11 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     """
     if keep_reports not in ("first", "all"):
         raise BundleError(f"--keep-reports must be 'first' or 'all' (got {keep_reports!r})")
+    if lock_scope not in DEFAULT_OVERLAP:
+        raise BundleError(f"--lock-scope must be one of {', '.join(DEFAULT_OVERLAP)} (got {lock_scope!r})")
+    overlap = DEFAULT_OVERLAP[lock_scope] if overlap is None else overlap
+    if overlap < 1:
+        raise BundleError(f"--overlap {overlap}: give 1 or more ncu runs at once")
     runs = plan_runs(repeats)
     started = time.monotonic()
     run_archive = archive.RunArchive(run_dir)
@@ -449,7 +471,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             pending.append(run)
         for k, run in enumerate(pending):
             board = places[k % len(places)]
-            env = placement_env(board, str(locks[k % len(places)]), lock_scope="range")
+            env = placement_env(board, str(locks[k % len(places)]), lock_scope=lock_scope)
 
             def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
                 if query.done() and query.exception() is not None:
@@ -487,7 +509,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "profiles": summarise_profiles(runs, records),
             "placement": {"boards": [b.record() if b is not None else None for b in places],
                           "ncu_runs_started_at_once_per_board": max(1, overlap),
-                          "gpu_lock": GPU_LOCK_TEXT,
+                          "gpu_lock": GPU_LOCK_TEXT[lock_scope],
+                          "gpu_lock_scope": lock_scope,
                           "board_of_run": {name: board_of(rec) for name, rec in records.items()}},
             "phase_wall_s": time.monotonic() - started,
             "phase_wall_s_covers": "this invocation of the phase (runs resumed from an earlier one are not re-timed)",

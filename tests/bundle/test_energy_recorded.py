@@ -2,7 +2,7 @@
 
 ``tests/recorded/nvml/h200-trial-r00-workspace-16-8.jsonl`` is the NVML log that
 ``rev88 energy --protocol interleaved --record-nvml`` wrote for round 0 at ``:16:8`` (shipped in
-``evidence/h200-20261201/energy/trial-r00-workspace-16-8.nvml.jsonl.gz``). Replaying it through
+``evidence/h200-20261201-r2/energy/trial-r00-workspace-16-8.nvml.jsonl.gz``). Replaying it through
 the real protocol code must reproduce the trial figures that the run archived, to within the
 recorder's clock placement: the recorder stamps each NVML call from inside the adapter, while the
 protocol reads its clock just outside it, so replayed midpoints move by microseconds (relative
@@ -22,7 +22,7 @@ from bundle.errors import BundleError
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "tests" / "recorded" / "nvml" / "h200-trial-r00-workspace-16-8.jsonl"
-RECORD = REPO / "evidence" / "h200-20261201" / "energy" / "trial-r00-workspace-16-8.json.gz"
+RECORD = REPO / "evidence" / "h200-20261201-r2" / "energy" / "trial-r00-workspace-16-8.json.gz"
 
 
 class RecordedTimer:

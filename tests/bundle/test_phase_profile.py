@@ -103,8 +103,11 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
     training = summary["profiles"]["workspace-4096-8-training"]
     assert training["mean"]["dram_read_bytes_per_sequence"] == 52_088_576.0  # S = 1
     record = archive.read_json_gz(folder / "workspace-16-8-training-r02.json.gz")
-    assert record["env"] == {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "REV88_ENGINE": "native", "REV88_GPU_LOCK_SCOPE": "range",
+    # default: the whole-process lock (no scope variable), two runs started at once
+    assert record["env"] == {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "REV88_ENGINE": "native",
                              "REV88_GPU_LOCK": str((run_dir / ".work/profile/gpu-default.lock").resolve())}
+    assert summary["placement"]["gpu_lock_scope"] == "process"
+    assert summary["placement"]["ncu_runs_started_at_once_per_board"] == 2
     assert record["ncu_report_cross_check"] == {"status": "skipped", "reason": "ncu_report withheld by the test"}
     assert p.audit_profile_command(record["command"]) == []
     # Only repeat 0 keeps its report file (default --keep-reports first); later repeats keep its hash.
@@ -154,6 +157,26 @@ def test_cli_reports_missing_ncu_and_bad_repeats(tmp_path: Path, monkeypatch: py
     assert result.exit_code == 2 and "ncu not found at" in result.output
     result = CliRunner().invoke(app, ["profile", "--out", str(tmp_path / "run"), "--repeats", "2"])
     assert result.exit_code == 2 and "--repeats must be an integer >= 3" in result.output
+
+
+def test_range_lock_scope_is_opt_in_and_recorded(tmp_path: Path, fake_ncu: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(p, "import_ncu_report", lambda: (None, "ncu_report withheld by the test"))
+    summary = phase.run_profile(tmp_path / "run", engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu),
+                                lock_scope="range")
+    record = archive.read_json_gz(tmp_path / "run" / "profile" / "workspace-4096-8-task-r01.json.gz")
+    assert record["env"]["REV88_GPU_LOCK_SCOPE"] == "range"
+    assert summary["placement"]["gpu_lock_scope"] == "range"
+    assert summary["placement"]["ncu_runs_started_at_once_per_board"] == 12
+    assert summary["placement"]["gpu_lock"] == phase.GPU_LOCK_TEXT["range"]
+    with pytest.raises(BundleError, match="--lock-scope must be one of process, range"):
+        phase.run_profile(tmp_path / "other", engine=SubprocessEngine(), ncu=str(fake_ncu), lock_scope="board")
+    _pretend_cuda(monkeypatch)
+    result = CliRunner().invoke(app, ["profile", "--out", str(tmp_path / "cli"), "--ncu", str(fake_ncu),
+                                      "--lock-scope", "board"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code != 0 and len(lines) == 1 and "--lock-scope 'board'" in lines[0], result.output
 
 
 @pytest.mark.gpu

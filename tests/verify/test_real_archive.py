@@ -1,4 +1,4 @@
-"""The real H200 run archive (evidence/h200-20261201, one board): verified with 0 FAIL, tampering caught, reports.
+"""The real H200 run archive (evidence/h200-20261201-r2, one board): verified with 0 FAIL, tampering caught, reports.
 
 The full verification (with the four stored ``.ncu-rep`` reads, ~14 s on 2 cores) runs once
 per module; tamper and forgery tests hide ``ncu_report`` so they stay short.
@@ -168,11 +168,11 @@ def test_report_for_the_real_archive(tmp_path, hidden_ncu_report):
 
     md = build_report(REAL, tmp_path / "rep", original=REPO_ROOT / "evidence" / "rev88-original").read_text()
     assert "| 0 | 8,887 | 88.87 | 88.87 | yes |" in md
-    assert "GPU-aa25cade" in md and "2025.3.1" in md
-    assert ("| validate, compare, qualify, energy, profile | NVIDIA H200 (`GPU-aa25cade-cba2-24ea-1e2d-1e97073becb9`) "
+    assert "GPU-f6500d35" in md and "2025.3.1" in md
+    assert ("| validate, compare, qualify, energy, profile | NVIDIA H200 (`GPU-f6500d35-939e-034a-0ef8-b6d248daf52c`) "
             "| 580.159.04 | native |") in md  # one board for the whole protocol
-    assert "| this run, H200, interleaved | `GPU-aa25cade` | `:16:8` | 5 | 302.5 | [298.1, 306.9] | 0.784 " in md
-    assert "| `:4096:8` task | 9,309,765 ± 1,754,316 | 4,914,392 |" in md  # labels as in the figure
+    assert "| this run, H200, interleaved | `GPU-f6500d35` | `:16:8` | 5 | 315.7 | [312.4, 319.0] | 0.785 " in md
+    assert "| `:4096:8` task | 8,675,600 ± 1,157,225 | 4,914,392 |" in md  # labels as in the figure
     assert "Aggregate: 98,208 of 110,000 correct (89.28 %)" in md
     assert "| not run |" not in md and "False" not in md and "| None |" not in md and "CUDA None" not in md
     for png in ("accuracy.png", "peak_memory.png", "energy.png", "profiles.png"):

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
-ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201"
+ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201-r2"
 CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
           "placement.board", "placement.recorded", "placement.gpu_lock", "qualify.concurrency")
 
@@ -85,3 +85,12 @@ def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, rel, change)
     assert "FAIL" in check_statuses(root).get(check, set()), check
+
+
+@pytest.mark.parametrize(("scope", "fails"), [("process", True), ("range", False)])
+def test_profile_summary_lock_scope_must_be_the_runs(tmp_path: Path, scope: str, fails: bool) -> None:
+    """The shipped archive's runs shared the lock (range); a summary naming another scope FAILs."""
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, "profile/profiles.json.gz", lambda rec: rec["placement"].update(gpu_lock_scope=scope))
+    statuses = check_statuses(root).get("profile.summary.gpu_lock_scope", set())
+    assert statuses == ({"FAIL"} if fails else {"PASS"}), statuses

@@ -750,6 +750,13 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
         out.append(check_equal("profile.summary.learner", w, summary.get("learner"),
                                json.loads(learners.pop()) if len(learners) == 1 else "one learner for every run",
                                what="the learner every run's fixture named (absent: the frozen rev88)"))
+        placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
+        if "gpu_lock_scope" in placement:  # absent before 2026-12-01 evening: then every run's own scope stands alone
+            scopes = sorted({str(((rec.get("fixture") or {}).get("placement") or {}).get("gpu_lock", {}).get("scope"))
+                             for _, rec in runs})
+            out.append(check_equal("profile.summary.gpu_lock_scope", w, placement.get("gpu_lock_scope"),
+                                   scopes[0] if len(scopes) == 1 else f"one scope for every run (runs: {scopes})",
+                                   what="the GPU lock scope every run's fixture recorded"))
         resumed = get_list(summary, "resumed_runs", w)
         out.append(check_true("profile.summary.resumed_runs", w, all(r in get_list(summary, "order", w) for r in resumed),
                               f"resumed runs {resumed} are not runs of the phase", recorded=resumed))
