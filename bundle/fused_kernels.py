@@ -256,6 +256,259 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
     _copy_params(vel_ptr, vel_tiles, False, HALF, NCLS, P, C)
 
 
+# --------------------------------------------------------------------------------------------
+# Multi-CTA training (``FusedTask(ctas=G)``, G >= 2): the rows of every batch split over G programs.
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _mm_at(a_ptrs, A_STEP: tl.constexpr, b_ptrs, B_STEP: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+           K: tl.constexpr, KC: tl.constexpr):
+    """(M, N) float32 = A·B from precomputed pointer tiles of the first slice: a_ptrs (M, KC), b_ptrs (KC, N).
+
+    Slice k of the summed axis is at a_ptrs + k·A_STEP and b_ptrs + k·B_STEP; float32 IEEE dots.
+    """
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for k in tl.static_range(0, K, KC):
+        acc = tl.dot(tl.load(a_ptrs + k * A_STEP), tl.load(b_ptrs + k * B_STEP), acc, input_precision="ieee")
+    return acc
+
+
+@triton.jit
+def _grid_forward(h, w_ptr, s_ptr, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr):
+    """relu(h)·Wᵀ × alpha for h (R, P); s_ptr a staging tile, rp/a_rk/w_t offset tiles (see grid_train_kernel)."""
+    tl.store(s_ptr + rp, tl.maximum(h, 0.0))
+    tl.debug_barrier()
+    out = _mm_at(s_ptr + a_rk, 1, w_ptr + w_t, 1, R, P, P, KF) * alpha
+    tl.debug_barrier()
+    return out
+
+
+@triton.jit
+def _grid_weight_grad(sa, sb, g_ptr, pp, s_t, s_k, R: tl.constexpr, P: tl.constexpr, KR: tl.constexpr):
+    """Partial gradient (sb)ᵀ·(sa) (P, P) of a branch weight over this program's rows, stored at g_ptr + pp."""
+    grad = _mm_at(sb + s_t, P, sa + s_k, P, P, P, R, KR)
+    tl.debug_barrier()   # the staging tiles are rewritten next
+    tl.store(g_ptr + pp, grad)
+
+
+@triton.jit
+def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha,
+                   R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+    """One branch of ``ReversibleCore.backward`` with the pre-step weight W: leaf h, upstream d ((R, P) each).
+
+    Stores the branch weight's partial gradient at g_ptr; returns (d(leaf) masked by h > 0, the
+    recomputed branch relu(h)·Wᵀ × alpha).
+    """
+    tl.store(sa + rp, tl.maximum(h, 0.0))
+    tl.store(sb + rp, d * alpha)
+    tl.debug_barrier()
+    d_leaf = _mm_at(sb + a_rk, 1, w_ptr + w_n, P, R, P, P, KF)
+    branch = _mm_at(sa + a_rk, 1, w_ptr + w_t, 1, R, P, P, KF) * alpha
+    _grid_weight_grad(sa, sb, g_ptr, pp, s_t, s_k, R, P, KR)
+    return tl.where(h > 0.0, d_leaf, 0.0), branch
+
+
+@triton.jit
+def _grid_reduce_step(own, part, momentum, neg_lr, weight_decay, G: tl.constexpr, STATE: tl.constexpr,
+                      TILES: tl.constexpr, RED: tl.constexpr):
+    """grad = Σ_g partial[g] for g = 0, 1, …, G−1 in that order, then momentum SGD of this program's copy.
+
+    own: this program's params (STATE floats), its velocities right after; part: partial 0 of the
+    step's parity buffer (partial g at part + g·STATE). Loads of partials bypass L1 (``.cg``).
+    """
+    offs0 = tl.arange(0, RED)
+    for start in range(0, STATE, RED):
+        offs = start + offs0
+        live = offs < TILES
+        grad = tl.load(part + offs, mask=live, other=0.0, cache_modifier=".cg")
+        for g in range(1, G):
+            grad = grad + tl.load(part + g * STATE + offs, mask=live, other=0.0, cache_modifier=".cg")
+        _sgd(own, own + STATE, offs, grad, momentum, neg_lr, weight_decay)
+    tl.debug_barrier()
+
+
+@triton.jit
+def _grid_barrier(sync_ptr, target, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
+    """Wait until the arrival counter at sync_ptr reaches target (int32), having added this program's arrival.
+
+    The CTA barrier first orders every thread's earlier stores before the release add (one thread
+    performs a scalar atomic); the acquire reads then make the other programs' released stores
+    visible to this program. After SPIN_LIMIT reads the wait gives up and raises the counter to
+    TIMED_OUT (an atomic max), which releases every later wait at once and which the host reports.
+    """
+    tl.debug_barrier()
+    tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu")
+    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+    spins = seen * 0
+    while (seen < target) & (spins < SPIN_LIMIT):
+        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+        spins += 1
+    if seen < target:
+        tl.atomic_max(sync_ptr, TIMED_OUT, sem="relaxed", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr, label_ptr, order_ptr,
+                      alpha, momentum, neg_lr, weight_decay,
+                      N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, G: tl.constexpr,
+                      ROWS: tl.constexpr, BLOCK_R: tl.constexpr, STATE: tl.constexpr, RED: tl.constexpr,
+                      P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
+                      NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
+                      BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
+    """Steps [STEP_BEGIN, STEP_END) of one invocation's training over G programs (launch with grid (G,)).
+
+    Program g owns batch rows [g·ROWS, (g+1)·ROWS) of every batch (a program whose rows lie past the
+    batch, e.g. in the last batch of 16, has none and contributes zero gradients). For step s:
+
+    1. partial (every program, its rows only, weights as they were before step s): gather, lift,
+       core forward, mean cross-entropy gradient (divided by the whole batch's row count, as
+       :func:`train_kernel`), head gradient, reversible backward with activations rebuilt by
+       subtraction; the partial gradients of all parameters (padded tile layout) are stored to
+       partial buffer (s mod 2, g). No weight changes inside the backward (autograd also takes
+       every gradient at the pre-step weights).
+    2. barrier (``BARRIER``: :func:`_grid_barrier`, target (s+1)·G).
+    3. update (every program): the G partials summed in the fixed order 0…G−1, momentum SGD of the
+       program's OWN params/velocity copy. Same inputs, same code, same order: every copy has the
+       same bits, so no broadcast and no second barrier is needed.
+
+    Why two partial buffers suffice with one barrier per step: a program writes buffer s mod 2 in
+    step s only after passing barrier s−1, and passes barrier s+1 (before writing that buffer again
+    in step s+2) only after every program has arrived there, i.e. has finished its update of step s,
+    the last read of those partials. With one buffer, a fast program's step-s+1 partial could
+    overwrite a step-s partial that a slow program has not summed yet.
+
+    Two modes, the same per-step arithmetic:
+
+    * ``BARRIER`` (GPU): one launch, STEP_BEGIN = 0, STEP_END = steps, FINAL: reset, then partial →
+      barrier → update for every step. All G programs must be resident at once (the host checks
+      G <= the SM count; one CTA always fits on an SM) or the first barrier waits for ever (until
+      SPIN_LIMIT). The host zeroes the counter before each launch (a separate memset in the timed run).
+    * not ``BARRIER`` (triton's interpreter, which runs programs one after the other, so a spin
+      barrier would never return): the host launches once per step, k = 0 … steps, with
+      STEP_BEGIN = k, STEP_END = min(k+1, steps): launch 0 resets and writes the partials of step
+      0; launch k >= 1 first runs the update of step k−1 (the launch boundary is its barrier), then
+      the partial of step k; the last launch (k = steps) only updates and, FINAL, writes the result.
+      Everything that survives a launch (each program's params/velocity copy, the partials) lives
+      in ``work``; the step index is the compile-time STEP_BEGIN.
+
+    Args (pointers to contiguous tensors on one device):
+        init_ptr: float32 (7554,) initial parameters (read only).
+        param_ptr, vel_ptr: float32 (7554,) final parameters and velocities (written by program 0, FINAL).
+        work_ptr: float32, :func:`bundle.fused_learner.grid_work_floats` elements: per program g at
+            g·REGION (REGION = 2·STATE + 2·BLOCK_R·P + BLOCK_R·C) its params tiles (the layout of
+            :func:`train_kernel`, zero-padded to STATE), velocities (STATE) and staging tiles sa, sb
+            (BLOCK_R×P), sg (BLOCK_R×C); then the partials, (2, G, STATE). Program 0's params come
+            first, where :func:`predict_kernel` reads them.
+        sync_ptr: int32 (1,) arrival counter, zero at launch (BARRIER only; untouched otherwise).
+        raw_ptr, label_ptr, order_ptr, alpha, momentum, neg_lr, weight_decay: as :func:`train_kernel`.
+        N_TRAIN, EPOCHS, BATCH, P, C, HALF, NCLS: as :func:`train_kernel`.
+        G, ROWS, BLOCK_R: programs, batch rows per program (cdiv(BATCH, G)), their tile (power of
+            two >= 16 and >= ROWS).
+        STATE, RED: padded floats per state copy (a multiple of RED, >= 7554's tile layout) and the
+            chunk of the update loop (a power of two).
+        KF, KR: summed-axis slices over features (divides P) and rows (divides BLOCK_R); >= 16.
+        SPIN_LIMIT, TIMED_OUT: reads of the counter before a wait gives up; the value it then sets.
+    """
+    TILES = P * P * 4 + C * 2 * P + C
+    NB = (N_TRAIN + BATCH - 1) // BATCH   # batches per epoch
+    pid = tl.program_id(0)
+    own = work_ptr + pid * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
+    sa = own + 2 * STATE
+    sb = sa + BLOCK_R * P
+    sg = sb + BLOCK_R * P
+    part = work_ptr + G * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
+    head = own + 4 * P * P
+    rows = tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, P)
+    cls = tl.arange(0, C)
+    kf = tl.arange(0, KF)
+    kr = tl.arange(0, KR)
+    rp = rows[:, None] * P + cols[None, :]          # (R, P) a staging tile, row-major
+    a_rk = rows[:, None] * P + kf[None, :]          # (R, KF) first slice of a staging tile as A
+    w_t = kf[:, None] + cols[None, :] * P           # (KF, P) first slice of Wᵀ as B
+    w_n = kf[:, None] * P + cols[None, :]           # (KF, P) first slice of W as B
+    h_t = kf[:, None] + cls[None, :] * (2 * P)      # (KF, C) first slice of a head half, transposed
+    g_t = cls[:, None] + kr[None, :] * C            # (C, KR) first slice of sgᵀ as A
+    s_k = kr[:, None] * P + cols[None, :]           # (KR, P) first slice of a staging tile as B
+    s_t = cols[:, None] + kr[None, :] * P           # (P, KR) first slice of a staging tileᵀ as A
+    rc = rows[:, None] * C + cls[None, :]           # (R, C) sg, row-major
+    h_n = cls[:, None] * (2 * P) + cols[None, :]    # (C, P) a head half (its tile layout)
+    pp = cols[:, None] * P + cols[None, :]          # (P, P) a weight tile
+    if STEP_BEGIN == 0:   # reset: zero the whole copy (padding included), then the initial parameters
+        zero = tl.zeros((RED,), dtype=tl.float32)
+        for start in range(0, 2 * STATE, RED):
+            tl.store(own + start + tl.arange(0, RED), zero)
+        tl.debug_barrier()
+        _copy_params(init_ptr, own, True, HALF, NCLS, P, C)
+        tl.debug_barrier()
+    else:
+        if not BARRIER:   # the launch boundary was step STEP_BEGIN − 1's barrier
+            _grid_reduce_step(own, part + ((STEP_BEGIN - 1) % 2) * G * STATE, momentum, neg_lr, weight_decay,
+                              G, STATE, TILES, RED)
+    for s in range(STEP_BEGIN, STEP_END):
+        e = s // NB
+        first = (s - e * NB) * BATCH
+        count = tl.minimum(N_TRAIN - first, BATCH)
+        local = pid * ROWS + rows
+        rmask = (rows < ROWS) & (local < count)
+        index = tl.load(order_ptr + e * N_TRAIN + first + local, mask=rmask, other=0)
+        labels = tl.load(label_ptr + index, mask=rmask, other=0)
+        l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
+        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        tl.store(sa + rp, l2)
+        tl.store(sb + rp, r2)
+        tl.debug_barrier()
+        z = _mm_at(sa + a_rk, 1, head + h_t, 1, BLOCK_R, C, P, KF)
+        z = z + _mm_at(sb + a_rk, 1, head + P + h_t, 1, BLOCK_R, C, P, KF)
+        z = z + tl.load(head + C * 2 * P + cls)[None, :]
+        z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
+        # mean cross-entropy gradient over the WHOLE batch: (exp(log_softmax) − onehot) / count
+        shifted = z - tl.max(z, axis=1)[:, None]
+        log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
+        prob = tl.exp(shifted - log_sum[:, None])
+        onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
+        live = rmask[:, None] & (cls[None, :] < NCLS)
+        g = tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
+        tl.store(sg + rc, g)
+        tl.debug_barrier()
+        grads = part + ((s % 2) * G + pid) * STATE
+        tl.store(grads + 4 * P * P + h_n, _mm_at(sg + g_t, C, sa + s_k, P, C, P, BLOCK_R, KR))
+        tl.store(grads + 4 * P * P + P + h_n, _mm_at(sg + g_t, C, sb + s_k, P, C, P, BLOCK_R, KR))
+        tl.store(grads + 4 * P * P + C * 2 * P + cls, tl.sum(g, axis=0))
+        dl = _mm_at(sg + rc, 1, head + h_n, 2 * P, BLOCK_R, P, C, C)
+        dr = _mm_at(sg + rc, 1, head + P + h_n, 2 * P, BLOCK_R, P, C, C)
+        tl.debug_barrier()
+        # reversible backward, block 1 then block 0, each branch recomputed and subtracted
+        d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * P * P, sa, sb, rp, a_rk, w_t, w_n,
+                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+        dl = dl + d_leaf
+        r1 = r2 - branch
+        d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * P * P, sa, sb, rp, a_rk, w_t, w_n,
+                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+        dr = dr + d_leaf
+        l1 = l2 - branch
+        d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + P * P, sa, sb, rp, a_rk, w_t, w_n,
+                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+        dl = dl + d_leaf
+        r0 = r1 - branch
+        tl.store(sa + rp, tl.maximum(r0, 0.0))   # last branch: only its weight gradient
+        tl.store(sb + rp, dl * alpha)
+        tl.debug_barrier()
+        _grid_weight_grad(sa, sb, grads, pp, s_t, s_k, BLOCK_R, P, KR)
+        if BARRIER:
+            _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
+            _grid_reduce_step(own, part + (s % 2) * G * STATE, momentum, neg_lr, weight_decay, G, STATE, TILES, RED)
+    if FINAL:
+        if pid == 0:
+            _copy_params(param_ptr, own, False, HALF, NCLS, P, C)
+            _copy_params(vel_ptr, own + STATE, False, HALF, NCLS, P, C)
+
+
 @triton.jit
 def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query, alpha,
                    BLOCK_Q: tl.constexpr, P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr,

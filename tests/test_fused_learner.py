@@ -46,7 +46,7 @@ DRAW_CHILD = """
 import json, sys, time
 from bundle.data import load_draw
 from bundle.fused_learner import FusedTask
-task = FusedTask(**load_draw(int(sys.argv[1])).learner_inputs(), device="cpu")
+task = FusedTask(**load_draw(int(sys.argv[1])).learner_inputs(), device="cpu", ctas=int(sys.argv[2]))
 started = time.perf_counter()
 task.run()
 seconds = time.perf_counter() - started
@@ -55,7 +55,7 @@ print(json.dumps({"meta": meta, "run_seconds": seconds, "keys": list(meta)}))
 """
 
 SYNTHETIC_CHILD = """
-import json
+import json, sys
 import numpy as np, torch
 import torch.nn.functional as F
 from bundle.errors import BundleError
@@ -66,7 +66,7 @@ train = rng.random((19, 1, 9, 9), dtype=np.float32)
 labels = rng.integers(0, 10, 19).astype(np.int64)
 query = rng.random((7, 1, 9, 9), dtype=np.float32)
 cfg = {**FROZEN_CONFIG, "batch_size": 8, "seed": 781}
-task = FusedTask(train, labels, query, cfg, device="cpu")
+task = FusedTask(train, labels, query, cfg, device="cpu", ctas=int(sys.argv[1]))
 try:
     task.outputs()
     early = None
@@ -120,7 +120,7 @@ def _interpreted(code: str, *args: str, timeout: int = 600) -> dict:
 @pytest.mark.slow
 def test_interpreter_draw0_equals_frozen_predictions():
     """Draw 0 on CPU through triton's interpreter: the frozen prediction, init and order hashes (~15 s)."""
-    out = _interpreted(DRAW_CHILD, "0")
+    out = _interpreted(DRAW_CHILD, "0", "1")
     meta, frozen = out["meta"], _frozen(0)
     assert meta["predictions_sha256"] == frozen["predictions_sha256"]
     assert meta["initial_parameter_sha256"] == frozen["initial_parameter_sha256"]
@@ -136,7 +136,7 @@ def test_interpreter_draw0_equals_frozen_predictions():
 @needs_triton
 def test_interpreter_matches_eager_autograd_and_resets():
     """Synthetic task (19 rows, batches 8, 8, 3; masked rows and padding) vs eager autograd + torch.optim.SGD."""
-    out = _interpreted(SYNTHETIC_CHILD)
+    out = _interpreted(SYNTHETIC_CHILD, "1")
     assert out["early_error"] is not None and "before run()" in out["early_error"]
     assert out["params_moved"] > 1e-3  # training changed the weights at all
     assert out["params_close"] and out["velocity_close"] and out["scores_close"], out
