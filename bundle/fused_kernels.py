@@ -95,6 +95,20 @@ def _lifted(raw_ptr, rows, rmask, HALF: tl.constexpr, P: tl.constexpr):
 
 
 @triton.jit
+def _ce_grad(z, labels, rmask, count, cls, NCLS: tl.constexpr):
+    """Mean cross-entropy gradient (exp(log_softmax(z)) − onehot(labels)) / count, (R, C); dead rows and padded classes 0.
+
+    count is the whole batch's row count (int32 scalar), as the frozen mean reduction divides by it.
+    """
+    shifted = z - tl.max(z, axis=1)[:, None]
+    log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
+    prob = tl.exp(shifted - log_sum[:, None])
+    onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
+    live = rmask[:, None] & (cls[None, :] < NCLS)
+    return tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
+
+
+@triton.jit
 def _sgd(p_ptr, v_ptr, offs, grad, momentum, neg_lr, weight_decay):
     """v ← v·momentum + grad (+ wd·p); p ← p + (−lr)·v (spec 2.6 order), in place."""
     p = tl.load(p_ptr + offs)
@@ -217,12 +231,7 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             _store_tile(sb, r2, BLOCK_B, P)
             z = _head(head, sa, sb, BLOCK_B, P, C, KF, NCLS)
             # mean cross-entropy gradient: (exp(log_softmax) − onehot) / count, padded rows 0
-            shifted = z - tl.max(z, axis=1)[:, None]
-            log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
-            prob = tl.exp(shifted - log_sum[:, None])
-            onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
-            live = rmask[:, None] & (cls[None, :] < NCLS)
-            g = tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
+            g = _ce_grad(z, labels, rmask, count, cls, NCLS)
             _store_tile(sg, g, BLOCK_B, C)
             # head gradient, the core's upstream gradient, then the head's SGD step
             g_head_left = _mm(sg, 1, C, sa, P, 1, C, P, BLOCK_B, KR)
@@ -261,52 +270,73 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
 # --------------------------------------------------------------------------------------------
 
 
-@triton.jit
-def _mm_at(a_ptrs, A_STEP: tl.constexpr, b_ptrs, B_STEP: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
-           K: tl.constexpr, KC: tl.constexpr):
-    """(M, N) float32 = A·B from precomputed pointer tiles of the first slice: a_ptrs (M, KC), b_ptrs (KC, N).
-
-    Slice k of the summed axis is at a_ptrs + k·A_STEP and b_ptrs + k·B_STEP; float32 IEEE dots.
-    """
-    acc = tl.zeros((M, N), dtype=tl.float32)
-    for k in tl.static_range(0, K, KC):
-        acc = tl.dot(tl.load(a_ptrs + k * A_STEP), tl.load(b_ptrs + k * B_STEP), acc, input_precision="ieee")
-    return acc
+# The grid helpers write their products' slice loops out instead of calling a product helper
+# (as _mm): each call of a jit function costs triton's interpreter a re-patch of triton.language
+# (~1 ms), and the interpreter runs every helper G times per step. Offsets are precomputed tiles
+# (grid_train_kernel) for the same reason (int32 arithmetic is overflow-checked there).
 
 
 @triton.jit
-def _grid_forward(h, w_ptr, s_ptr, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr):
-    """relu(h)·Wᵀ × alpha for h (R, P); s_ptr a staging tile, rp/a_rk/w_t offset tiles (see grid_train_kernel)."""
-    tl.store(s_ptr + rp, tl.maximum(h, 0.0))
+def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr):
+    """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P); sa a staging tile; offset tiles as in grid_train_kernel."""
+    tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.debug_barrier()
-    out = _mm_at(s_ptr + a_rk, 1, w_ptr + w_t, 1, R, P, P, KF) * alpha
+    acc = tl.zeros((R, P), dtype=tl.float32)
+    for k in tl.static_range(0, P, KF):
+        acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision="ieee")
     tl.debug_barrier()
-    return out
+    return acc * alpha
 
 
 @triton.jit
-def _grid_weight_grad(sa, sb, g_ptr, pp, s_t, s_k, R: tl.constexpr, P: tl.constexpr, KR: tl.constexpr):
-    """Partial gradient (sb)ᵀ·(sa) (P, P) of a branch weight over this program's rows, stored at g_ptr + pp."""
-    grad = _mm_at(sb + s_t, P, sa + s_k, P, P, P, R, KR)
-    tl.debug_barrier()   # the staging tiles are rewritten next
-    tl.store(g_ptr + pp, grad)
-
-
-@triton.jit
-def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha,
+def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha, LEAF: tl.constexpr,
                    R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
-    """One branch of ``ReversibleCore.backward`` with the pre-step weight W: leaf h, upstream d ((R, P) each).
+    """One branch of ``ReversibleCore.backward`` at the pre-step weight W: leaf h, upstream d ((R, P) each).
 
-    Stores the branch weight's partial gradient at g_ptr; returns (d(leaf) masked by h > 0, the
-    recomputed branch relu(h)·Wᵀ × alpha).
+    Stores the partial gradient (d·alpha)ᵀ·relu(h) (P, P) of W over this program's rows at g_ptr + pp.
+    Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); with LEAF false
+    (the first branch, whose input gradient nothing needs) only the weight gradient, and zeros.
     """
     tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.store(sb + rp, d * alpha)
     tl.debug_barrier()
-    d_leaf = _mm_at(sb + a_rk, 1, w_ptr + w_n, P, R, P, P, KF)
-    branch = _mm_at(sa + a_rk, 1, w_ptr + w_t, 1, R, P, P, KF) * alpha
-    _grid_weight_grad(sa, sb, g_ptr, pp, s_t, s_k, R, P, KR)
-    return tl.where(h > 0.0, d_leaf, 0.0), branch
+    d_leaf = tl.zeros((R, P), dtype=tl.float32)
+    branch = tl.zeros((R, P), dtype=tl.float32)
+    if LEAF:
+        for k in tl.static_range(0, P, KF):
+            d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision="ieee")
+            branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision="ieee")
+    grad = tl.zeros((P, P), dtype=tl.float32)
+    for k in tl.static_range(0, R, KR):
+        grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision="ieee")
+    tl.debug_barrier()   # the staging tiles are rewritten next
+    tl.store(g_ptr + pp, grad)
+    return tl.where(h > 0.0, d_leaf, 0.0), branch * alpha
+
+
+@triton.jit
+def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: tl.constexpr, P: tl.constexpr,
+                        C: tl.constexpr, KR: tl.constexpr):
+    """Head backward from the logit gradient g (R, C) with l2, r2 staged in sa, sb: stores the partial
+    head gradients (gᵀ·l2, gᵀ·r2, Σ rows g) in the head's tile layout at grads; returns the core's
+    upstream gradients (g·HL, g·HR), (R, P) each, at the pre-step head."""
+    tl.store(sg + rc, g)
+    tl.debug_barrier()
+    g_left = tl.zeros((C, P), dtype=tl.float32)
+    g_right = tl.zeros((C, P), dtype=tl.float32)
+    for k in tl.static_range(0, R, KR):
+        g_rows = tl.load(sg + g_t + k * C)
+        g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision="ieee")
+        g_right = tl.dot(g_rows, tl.load(sb + s_k + k * P), g_right, input_precision="ieee")
+    tl.store(grads + h_n, g_left)
+    tl.store(grads + P + h_n, g_right)
+    tl.store(grads + C * 2 * P + cls, tl.sum(g, axis=0))
+    g_tile = tl.load(sg + rc)
+    zero = tl.zeros((R, P), dtype=tl.float32)
+    dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision="ieee")
+    dr = tl.dot(g_tile, tl.load(head + P + h_n), zero, input_precision="ieee")
+    tl.debug_barrier()
+    return dl, dr
 
 
 @triton.jit
@@ -425,17 +455,20 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
     cls = tl.arange(0, C)
     kf = tl.arange(0, KF)
     kr = tl.arange(0, KR)
-    rp = rows[:, None] * P + cols[None, :]          # (R, P) a staging tile, row-major
-    a_rk = rows[:, None] * P + kf[None, :]          # (R, KF) first slice of a staging tile as A
-    w_t = kf[:, None] + cols[None, :] * P           # (KF, P) first slice of Wᵀ as B
-    w_n = kf[:, None] * P + cols[None, :]           # (KF, P) first slice of W as B
-    h_t = kf[:, None] + cls[None, :] * (2 * P)      # (KF, C) first slice of a head half, transposed
-    g_t = cls[:, None] + kr[None, :] * C            # (C, KR) first slice of sgᵀ as A
-    s_k = kr[:, None] * P + cols[None, :]           # (KR, P) first slice of a staging tile as B
-    s_t = cols[:, None] + kr[None, :] * P           # (P, KR) first slice of a staging tileᵀ as A
-    rc = rows[:, None] * C + cls[None, :]           # (R, C) sg, row-major
-    h_n = cls[:, None] * (2 * P) + cols[None, :]    # (C, P) a head half (its tile layout)
-    pp = cols[:, None] * P + cols[None, :]          # (P, P) a weight tile
+    rows_p = rows * P
+    cols_p = cols * P
+    kr_p = kr * P
+    rp = rows_p[:, None] + cols[None, :]            # (R, P) a staging tile, row-major
+    a_rk = rows_p[:, None] + kf[None, :]            # (R, KF) first slice of a staging tile as A
+    w_t = kf[:, None] + cols_p[None, :]             # (KF, P) first slice of Wᵀ as B
+    w_n = (kf * P)[:, None] + cols[None, :]         # (KF, P) first slice of W as B
+    h_t = kf[:, None] + (cls * (2 * P))[None, :]    # (KF, C) first slice of a head half, transposed
+    g_t = cls[:, None] + (kr * C)[None, :]          # (C, KR) first slice of sgᵀ as A
+    s_k = kr_p[:, None] + cols[None, :]             # (KR, P) first slice of a staging tile as B
+    s_t = cols[:, None] + kr_p[None, :]             # (P, KR) first slice of a staging tileᵀ as A
+    rc = (rows * C)[:, None] + cls[None, :]         # (R, C) sg, row-major
+    h_n = (cls * (2 * P))[:, None] + cols[None, :]  # (C, P) a head half (its tile layout)
+    pp = cols_p[:, None] + cols[None, :]            # (P, P) a weight tile
     if STEP_BEGIN == 0:   # reset: zero the whole copy (padding included), then the initial parameters
         zero = tl.zeros((RED,), dtype=tl.float32)
         for start in range(0, 2 * STATE, RED):
@@ -463,43 +496,31 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
         tl.store(sa + rp, l2)
         tl.store(sb + rp, r2)
         tl.debug_barrier()
-        z = _mm_at(sa + a_rk, 1, head + h_t, 1, BLOCK_R, C, P, KF)
-        z = z + _mm_at(sb + a_rk, 1, head + P + h_t, 1, BLOCK_R, C, P, KF)
+        z = tl.zeros((BLOCK_R, C), dtype=tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
+        for k in tl.static_range(0, P, KF):
+            z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision="ieee")
+            z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision="ieee")
         z = z + tl.load(head + C * 2 * P + cls)[None, :]
         z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
-        # mean cross-entropy gradient over the WHOLE batch: (exp(log_softmax) − onehot) / count
-        shifted = z - tl.max(z, axis=1)[:, None]
-        log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
-        prob = tl.exp(shifted - log_sum[:, None])
-        onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
-        live = rmask[:, None] & (cls[None, :] < NCLS)
-        g = tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
-        tl.store(sg + rc, g)
-        tl.debug_barrier()
+        # mean cross-entropy gradient, divided by the WHOLE batch's row count
+        g = _ce_grad(z, labels, rmask, count, cls, NCLS)
         grads = part + ((s % 2) * G + pid) * STATE
-        tl.store(grads + 4 * P * P + h_n, _mm_at(sg + g_t, C, sa + s_k, P, C, P, BLOCK_R, KR))
-        tl.store(grads + 4 * P * P + P + h_n, _mm_at(sg + g_t, C, sb + s_k, P, C, P, BLOCK_R, KR))
-        tl.store(grads + 4 * P * P + C * 2 * P + cls, tl.sum(g, axis=0))
-        dl = _mm_at(sg + rc, 1, head + h_n, 2 * P, BLOCK_R, P, C, C)
-        dr = _mm_at(sg + rc, 1, head + P + h_n, 2 * P, BLOCK_R, P, C, C)
-        tl.debug_barrier()
+        dl, dr = _grid_head_backward(g, sg, sa, sb, head, grads + 4 * P * P, rc, g_t, s_k, h_n, cls, BLOCK_R, P, C, KR)
         # reversible backward, block 1 then block 0, each branch recomputed and subtracted
         d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dl = dl + d_leaf
         r1 = r2 - branch
         d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dr = dr + d_leaf
         l1 = l2 - branch
         d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, BLOCK_R, P, KF, KR)
+                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dl = dl + d_leaf
         r0 = r1 - branch
-        tl.store(sa + rp, tl.maximum(r0, 0.0))   # last branch: only its weight gradient
-        tl.store(sb + rp, dl * alpha)
-        tl.debug_barrier()
-        _grid_weight_grad(sa, sb, grads, pp, s_t, s_k, BLOCK_R, P, KR)
+        _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha, False,
+                       BLOCK_R, P, KF, KR)   # last branch: only its weight gradient
         if BARRIER:
             _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
             _grid_reduce_step(own, part + (s % 2) * G * STATE, momentum, neg_lr, weight_decay, G, STATE, TILES, RED)
