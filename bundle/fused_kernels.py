@@ -1,12 +1,16 @@
 """Triton kernels of the fused rev88 learner (``rev88-fused``); the host side is :mod:`bundle.fused_learner`.
 
-Two kernels:
+Three kernels:
 
 * :func:`train_kernel` — one program (one CTA) runs a whole invocation: reset from the initial
   copy, then every update of every epoch (gather, lift, core forward, mean cross-entropy
   gradient, head gradient, reversible backward through both coupling blocks with activations
   rebuilt by subtraction as in ``bundle.learner.ReversibleCore``, momentum SGD), then writes
   the final parameters and velocities in the flat layout below.
+* :func:`grid_train_kernel` — the same training over G programs (CTAs): each batch's rows split
+  between them, partial gradients to global memory, a grid barrier (an atomic arrival counter),
+  then every program sums the partials in one fixed order and updates its own state copy. On
+  the GPU one launch; in the interpreter one launch per step (its docstring has the protocol).
 * :func:`predict_kernel` — a grid over blocks of query rows: lift, core forward, head,
   float32 logits and the first maximal class index (the tie rule of ``torch.argmax``).
 
@@ -30,7 +34,11 @@ of 32 from memory do not. ``tl.debug_barrier()`` separates every store to a stag
 from the loads of other threads.
 
 With ``TRITON_INTERPRET=1`` in the environment before this module is imported, triton runs
-these same functions on CPU tensors with numpy (its interpreter; barriers are no-ops there).
+these same functions on CPU tensors with numpy (its interpreter; barriers are no-ops there,
+and it runs a grid's programs one after another, which is why the multi-CTA kernel compiles
+its grid barrier out there). Triton features used beyond the single-CTA kernel's:
+``tl.atomic_add``/``tl.atomic_max`` with ``sem``/``scope`` and ``tl.load(cache_modifier=".cg")``,
+all in triton 3.1.0 (``tl.atomic_load`` would read the counter more directly but is newer).
 No ``from __future__ import annotations`` here: triton 3.1.0's interpreter reads the
 ``tl.constexpr`` annotations as objects, not strings. The bytes of this file are what
 ``bundle.fused_learner.kernel_source_sha256`` hashes.

@@ -76,7 +76,7 @@ PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
 DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
 DEFAULT_TRAIN_CTAS = 8    # training programs by default: 8 × 16 rows of a 128-row batch (see FusedTask)
-DEFAULT_GRID_WARPS = 4    # warps of each multi-CTA training program (16-row tiles)
+DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
 GRID_REDUCE_BLOCK = 1024  # floats per chunk of the multi-CTA update loop on the GPU (whole state in the interpreter)
 GRID_SPIN_LIMIT = 1 << 22  # counter reads before a grid-barrier wait gives up (seconds on an H200, not minutes)
 GRID_TIMED_OUT = 1 << 30   # the counter value a wait that gave up sets (fused_kernels._grid_barrier)
