@@ -281,7 +281,8 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
 # The grid helpers write their products' slice loops out instead of calling a product helper
 # (as _mm): each call of a jit function costs triton's interpreter a re-patch of triton.language
 # (~1 ms), and the interpreter runs every helper G times per step. Offsets are precomputed tiles
-# (grid_train_kernel) for the same reason (int32 arithmetic is overflow-checked there).
+# (grid_train_kernel) for the same reason (int32 arithmetic is overflow-checked there), and zero
+# tiles come from tl.full (tl.zeros is itself a jit function in recent triton).
 
 
 @triton.jit
@@ -289,7 +290,7 @@ def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.con
     """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P); sa a staging tile; offset tiles as in grid_train_kernel."""
     tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.debug_barrier()
-    acc = tl.zeros((R, P), dtype=tl.float32)
+    acc = tl.full((R, P), 0.0, tl.float32)
     for k in tl.static_range(0, P, KF):
         acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision="ieee")
     tl.debug_barrier()
@@ -308,13 +309,13 @@ def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k,
     tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.store(sb + rp, d * alpha)
     tl.debug_barrier()
-    d_leaf = tl.zeros((R, P), dtype=tl.float32)
-    branch = tl.zeros((R, P), dtype=tl.float32)
+    d_leaf = tl.full((R, P), 0.0, tl.float32)
+    branch = tl.full((R, P), 0.0, tl.float32)
     if LEAF:
         for k in tl.static_range(0, P, KF):
             d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision="ieee")
             branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision="ieee")
-    grad = tl.zeros((P, P), dtype=tl.float32)
+    grad = tl.full((P, P), 0.0, tl.float32)
     for k in tl.static_range(0, R, KR):
         grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision="ieee")
     tl.debug_barrier()   # the staging tiles are rewritten next
@@ -330,8 +331,8 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: t
     upstream gradients (g·HL, g·HR), (R, P) each, at the pre-step head."""
     tl.store(sg + rc, g)
     tl.debug_barrier()
-    g_left = tl.zeros((C, P), dtype=tl.float32)
-    g_right = tl.zeros((C, P), dtype=tl.float32)
+    g_left = tl.full((C, P), 0.0, tl.float32)
+    g_right = tl.full((C, P), 0.0, tl.float32)
     for k in tl.static_range(0, R, KR):
         g_rows = tl.load(sg + g_t + k * C)
         g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision="ieee")
@@ -340,7 +341,7 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: t
     tl.store(grads + P + h_n, g_right)
     tl.store(grads + C * 2 * P + cls, tl.sum(g, axis=0))
     g_tile = tl.load(sg + rc)
-    zero = tl.zeros((R, P), dtype=tl.float32)
+    zero = tl.full((R, P), 0.0, tl.float32)
     dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision="ieee")
     dr = tl.dot(g_tile, tl.load(head + P + h_n), zero, input_precision="ieee")
     tl.debug_barrier()
@@ -478,7 +479,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
     h_n = (cls * (2 * P))[:, None] + cols[None, :]  # (C, P) a head half (its tile layout)
     pp = cols_p[:, None] + cols[None, :]            # (P, P) a weight tile
     if STEP_BEGIN == 0:   # reset: zero the whole copy (padding included), then the initial parameters
-        zero = tl.zeros((RED,), dtype=tl.float32)
+        zero = tl.full((RED,), 0.0, tl.float32)
         for start in range(0, 2 * STATE, RED):
             tl.store(own + start + tl.arange(0, RED), zero)
         tl.debug_barrier()
@@ -504,7 +505,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
         tl.store(sa + rp, l2)
         tl.store(sb + rp, r2)
         tl.debug_barrier()
-        z = tl.zeros((BLOCK_R, C), dtype=tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
+        z = tl.full((BLOCK_R, C), 0.0, tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
         for k in tl.static_range(0, P, KF):
             z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision="ieee")
             z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision="ieee")
