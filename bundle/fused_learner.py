@@ -315,7 +315,7 @@ class FusedTask:
         """
         cfg = self.config
         shape = grid_shape(cfg["batch_size"], programs, self.interpreted)
-        if not 1 <= programs <= self.ctas or {k: shape[k] for k in ("block_rows", "state")} != {
+        if self.grid is None or not 1 <= programs <= self.ctas or {k: shape[k] for k in ("block_rows", "state")} != {
                 k: self.grid[k] for k in ("block_rows", "state")}:
             raise BundleError(f"grid training with {programs} programs does not fit buffers sized for ctas={self.ctas}")
         self.barrier_count.zero_()
