@@ -298,11 +298,12 @@ def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.con
 
 
 @triton.jit
-def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha, LEAF: tl.constexpr,
+def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, LEAF: tl.constexpr,
                    R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
     """One branch of ``ReversibleCore.backward`` at the pre-step weight W: leaf h, upstream d ((R, P) each).
 
-    Stores the partial gradient (d·alpha)ᵀ·relu(h) (P, P) of W over this program's rows at g_ptr + pp.
+    Stores the partial gradient (d·alpha)ᵀ·relu(h) of W over this program's rows, its live 41×41 block
+    row-major at g_ptr (offsets cw where wm, the compact layout of grid_train_kernel).
     Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); with LEAF false
     (the first branch, whose input gradient nothing needs) only the weight gradient, and zeros.
     """
@@ -319,16 +320,17 @@ def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k,
     for k in tl.static_range(0, R, KR):
         grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision="ieee")
     tl.debug_barrier()   # the staging tiles are rewritten next
-    tl.store(g_ptr + pp, grad)
+    tl.store(g_ptr + cw, grad, mask=wm)
     return tl.where(h > 0.0, d_leaf, 0.0), branch * alpha
 
 
 @triton.jit
-def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: tl.constexpr, P: tl.constexpr,
-                        C: tl.constexpr, KR: tl.constexpr):
+def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, ch, hm, cls, R: tl.constexpr,
+                        P: tl.constexpr, C: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr, NCLS: tl.constexpr):
     """Head backward from the logit gradient g (R, C) with l2, r2 staged in sa, sb: stores the partial
-    head gradients (gᵀ·l2, gᵀ·r2, Σ rows g) in the head's tile layout at grads; returns the core's
-    upstream gradients (g·HL, g·HR), (R, P) each, at the pre-step head."""
+    head gradients (gᵀ·l2 | gᵀ·r2 as the 10×82 weight, then Σ rows g, the bias) compact at grads
+    (offsets ch where hm); returns the core's upstream gradients (g·HL, g·HR), (R, P) each, at the
+    pre-step head."""
     tl.store(sg + rc, g)
     tl.debug_barrier()
     g_left = tl.full((C, P), 0.0, tl.float32)
@@ -337,9 +339,9 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: t
         g_rows = tl.load(sg + g_t + k * C)
         g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision="ieee")
         g_right = tl.dot(g_rows, tl.load(sb + s_k + k * P), g_right, input_precision="ieee")
-    tl.store(grads + h_n, g_left)
-    tl.store(grads + P + h_n, g_right)
-    tl.store(grads + C * 2 * P + cls, tl.sum(g, axis=0))
+    tl.store(grads + ch, g_left, mask=hm)
+    tl.store(grads + HALF + ch, g_right, mask=hm)
+    tl.store(grads + NCLS * 2 * HALF + cls, tl.sum(g, axis=0), mask=cls < NCLS)
     g_tile = tl.load(sg + rc)
     zero = tl.full((R, P), 0.0, tl.float32)
     dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision="ieee")
@@ -349,21 +351,24 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, cls, R: t
 
 
 @triton.jit
-def _grid_reduce_step(own, part, momentum, neg_lr, weight_decay, G: tl.constexpr, STATE: tl.constexpr,
-                      TILES: tl.constexpr, RED: tl.constexpr):
+def _grid_reduce_step(own, part, map_ptr, momentum, neg_lr, weight_decay, G: tl.constexpr, STATE: tl.constexpr,
+                      CSTATE: tl.constexpr, FLAT: tl.constexpr, RED: tl.constexpr):
     """grad = Σ_g partial[g] for g = 0, 1, …, G−1 in that order, then momentum SGD of this program's copy.
 
-    own: this program's params (STATE floats), its velocities right after; part: partial 0 of the
-    step's parity buffer (partial g at part + g·STATE). Loads of partials bypass L1 (``.cg``).
+    own: this program's params tiles (STATE floats), its velocities right after; part: partial 0
+    of the step's parity buffer (partial g at part + g·CSTATE, compact: FLAT live floats in
+    state-vector order); map_ptr: int32 (CSTATE,) tile offset of each compact entry (entries past
+    FLAT name distinct padding slots, whose gradient is 0). Loads of partials bypass L1 (``.cg``);
+    the G loads of a chunk are unrolled so that they are in flight together.
     """
     offs0 = tl.arange(0, RED)
-    for start in range(0, STATE, RED):
+    for start in range(0, CSTATE, RED):
         offs = start + offs0
-        live = offs < TILES
+        live = offs < FLAT
         grad = tl.load(part + offs, mask=live, other=0.0, cache_modifier=".cg")
-        for g in range(1, G):
-            grad = grad + tl.load(part + g * STATE + offs, mask=live, other=0.0, cache_modifier=".cg")
-        _sgd(own, own + STATE, offs, grad, momentum, neg_lr, weight_decay)
+        for g in tl.static_range(1, G):
+            grad = grad + tl.load(part + g * CSTATE + offs, mask=live, other=0.0, cache_modifier=".cg")
+        _sgd(own, own + STATE, tl.load(map_ptr + offs), grad, momentum, neg_lr, weight_decay)
     tl.debug_barrier()
 
 
@@ -389,10 +394,11 @@ def _grid_barrier(sync_ptr, target, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.cons
 
 
 @triton.jit
-def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr, label_ptr, order_ptr,
+def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr, raw_ptr, label_ptr, order_ptr,
                       alpha, momentum, neg_lr, weight_decay,
                       N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, G: tl.constexpr,
-                      ROWS: tl.constexpr, BLOCK_R: tl.constexpr, STATE: tl.constexpr, RED: tl.constexpr,
+                      ROWS: tl.constexpr, BLOCK_R: tl.constexpr, STATE: tl.constexpr, CSTATE: tl.constexpr,
+                      RED: tl.constexpr,
                       P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
                       NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
                       BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
@@ -404,12 +410,13 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
     1. partial (every program, its rows only, weights as they were before step s): gather, lift,
        core forward, mean cross-entropy gradient (divided by the whole batch's row count, as
        :func:`train_kernel`), head gradient, reversible backward with activations rebuilt by
-       subtraction; the partial gradients of all parameters (padded tile layout) are stored to
-       partial buffer (s mod 2, g). No weight changes inside the backward (autograd also takes
+       subtraction; the partial gradients of all parameters are stored to partial buffer
+       (s mod 2, g), compact (the 7554 live floats in state-vector order, as ``params``: the
+       reduction reads 7554 floats per partial instead of the ~18.4 K of the padded tiles). No weight changes inside the backward (autograd also takes
        every gradient at the pre-step weights).
     2. barrier (``BARRIER``: :func:`_grid_barrier`, target (s+1)·G).
     3. update (every program): the G partials summed in the fixed order 0…G−1, momentum SGD of the
-       program's OWN params/velocity copy. Same inputs, same code, same order: every copy has the
+       program's OWN params/velocity copy (padded tiles; map_ptr gives each compact entry's tile offset). Same inputs, same code, same order: every copy has the
        same bits, so no broadcast and no second barrier is needed.
 
     Why two partial buffers suffice with one barrier per step: a program writes buffer s mod 2 in
@@ -438,26 +445,30 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
         work_ptr: float32, :func:`bundle.fused_learner.grid_work_floats` elements: per program g at
             g·REGION (REGION = 2·STATE + 2·BLOCK_R·P + BLOCK_R·C) its params tiles (the layout of
             :func:`train_kernel`, zero-padded to STATE), velocities (STATE) and staging tiles sa, sb
-            (BLOCK_R×P), sg (BLOCK_R×C); then the partials, (2, G, STATE). Program 0's params come
+            (BLOCK_R×P), sg (BLOCK_R×C); then the partials, (2, G, CSTATE). Program 0's params come
             first, where :func:`predict_kernel` reads them.
         sync_ptr: int32 (1,) arrival counter, zero at launch (BARRIER only; untouched otherwise).
+        map_ptr: int32 (CSTATE,) :func:`bundle.fused_learner.grid_state_map`, the tile offset of every
+            compact entry (state-vector index → padded tile offset; the pad entries past 7554 name
+            distinct always-zero padding slots).
         raw_ptr, label_ptr, order_ptr, alpha, momentum, neg_lr, weight_decay: as :func:`train_kernel`.
         N_TRAIN, EPOCHS, BATCH, P, C, HALF, NCLS: as :func:`train_kernel`.
         G, ROWS, BLOCK_R: programs, batch rows per program (cdiv(BATCH, G)), their tile (power of
             two >= 16 and >= ROWS).
-        STATE, RED: padded floats per state copy (a multiple of RED, >= 7554's tile layout) and the
-            chunk of the update loop (a power of two).
+        STATE, CSTATE, RED: floats per state copy (the padded tiles rounded up to a multiple of RED),
+            per partial (7554 rounded up to a multiple of RED), and the chunk of the reset and update
+            loops (a power of two).
         KF, KR: summed-axis slices over features (divides P) and rows (divides BLOCK_R); >= 16.
         SPIN_LIMIT, TIMED_OUT: reads of the counter before a wait gives up; the value it then sets.
     """
-    TILES = P * P * 4 + C * 2 * P + C
+    FLAT = 4 * HALF * HALF + NCLS * 2 * HALF + NCLS   # 7554 live floats
     NB = (N_TRAIN + BATCH - 1) // BATCH   # batches per epoch
     pid = tl.program_id(0)
     own = work_ptr + pid * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
     sa = own + 2 * STATE
     sb = sa + BLOCK_R * P
     sg = sb + BLOCK_R * P
-    part = work_ptr + G * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
+    part = work_ptr + G * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)   # partial (q, g) at + (q·G + g)·CSTATE
     head = own + 4 * P * P
     rows = tl.arange(0, BLOCK_R)
     cols = tl.arange(0, P)
@@ -477,7 +488,10 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
     s_t = cols[:, None] + kr_p[None, :]             # (P, KR) first slice of a staging tileᵀ as A
     rc = (rows * C)[:, None] + cls[None, :]         # (R, C) sg, row-major
     h_n = (cls * (2 * P))[:, None] + cols[None, :]  # (C, P) a head half (its tile layout)
-    pp = cols_p[:, None] + cols[None, :]            # (P, P) a weight tile
+    cw = (cols * HALF)[:, None] + cols[None, :]     # (P, P) a weight tile's live block, compact
+    wm = (cols < HALF)[:, None] & (cols < HALF)[None, :]
+    ch = (cls * (2 * HALF))[:, None] + cols[None, :]   # (C, P) a head half's live block, compact (+ HALF: right)
+    hm = (cls < NCLS)[:, None] & (cols < HALF)[None, :]
     if STEP_BEGIN == 0:   # reset: zero the whole copy (padding included), then the initial parameters
         zero = tl.full((RED,), 0.0, tl.float32)
         for start in range(0, 2 * STATE, RED):
@@ -487,8 +501,8 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
         tl.debug_barrier()
     else:
         if not BARRIER:   # the launch boundary was step STEP_BEGIN − 1's barrier
-            _grid_reduce_step(own, part + ((STEP_BEGIN - 1) % 2) * G * STATE, momentum, neg_lr, weight_decay,
-                              G, STATE, TILES, RED)
+            _grid_reduce_step(own, part + ((STEP_BEGIN - 1) % 2) * G * CSTATE, map_ptr, momentum, neg_lr,
+                              weight_decay, G, STATE, CSTATE, FLAT, RED)
     for s in range(STEP_BEGIN, STEP_END):
         e = s // NB
         first = (s - e * NB) * BATCH
@@ -513,26 +527,28 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, raw_ptr,
         z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
         # mean cross-entropy gradient, divided by the WHOLE batch's row count
         g = _ce_grad(z, labels, rmask, count, cls, NCLS)
-        grads = part + ((s % 2) * G + pid) * STATE
-        dl, dr = _grid_head_backward(g, sg, sa, sb, head, grads + 4 * P * P, rc, g_t, s_k, h_n, cls, BLOCK_R, P, C, KR)
+        grads = part + ((s % 2) * G + pid) * CSTATE
+        dl, dr = _grid_head_backward(g, sg, sa, sb, head, grads + 4 * HALF * HALF, rc, g_t, s_k, h_n, ch, hm, cls,
+                                     BLOCK_R, P, C, KR, HALF, NCLS)
         # reversible backward, block 1 then block 0, each branch recomputed and subtracted
-        d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * HALF * HALF, sa, sb, rp, a_rk,
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dl = dl + d_leaf
         r1 = r2 - branch
-        d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * HALF * HALF, sa, sb, rp, a_rk,
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dr = dr + d_leaf
         l1 = l2 - branch
-        d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + P * P, sa, sb, rp, a_rk, w_t, w_n,
-                                        pp, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + HALF * HALF, sa, sb, rp, a_rk, w_t, w_n,
+                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
         dl = dl + d_leaf
         r0 = r1 - branch
-        _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, pp, s_t, s_k, alpha, False,
+        _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, False,
                        BLOCK_R, P, KF, KR)   # last branch: only its weight gradient
         if BARRIER:
             _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
-            _grid_reduce_step(own, part + (s % 2) * G * STATE, momentum, neg_lr, weight_decay, G, STATE, TILES, RED)
+            _grid_reduce_step(own, part + (s % 2) * G * CSTATE, map_ptr, momentum, neg_lr, weight_decay, G, STATE,
+                              CSTATE, FLAT, RED)
     if FINAL:
         if pid == 0:
             _copy_params(param_ptr, own, False, HALF, NCLS, P, C)

@@ -86,7 +86,7 @@ TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all
 # "train_kernel launch" is the grid kernel's launch preceded by the memset of its barrier counter.
 
 __all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "FusedTask", "kernel_source_sha256", "interpreter_active",
-           "triton_version", "work_floats", "grid_work_floats", "grid_shape"]
+           "triton_version", "work_floats", "grid_work_floats", "grid_shape", "grid_state_map"]
 
 
 def kernel_source_sha256() -> str:
@@ -139,28 +139,52 @@ def work_floats(batch_tile: int) -> int:
 
 
 STATE_TILES = 4 * HALF_TILE * HALF_TILE + CLASS_TILE * 2 * HALF_TILE + CLASS_TILE  # padded tile floats of a state
+STATE_FLAT = 4 * HALF * HALF + CLASSES * 2 * HALF + CLASSES                         # 7554 live floats
 
 
 def grid_shape(batch_size: int, programs: int, interpreted: bool) -> dict:
     """Compile-time shape of the multi-CTA kernel for *programs* programs (G >= 1 here; the host uses G >= 2).
 
     Returns a dict: ``rows`` batch rows per program (cdiv(batch_size, G)), ``block_rows`` their
-    tile (power of two >= 16), ``reduce_block`` floats per update chunk (:data:`GRID_REDUCE_BLOCK`
-    on the GPU, the whole state rounded up to a power of two in the interpreter, where each chunk
-    costs interpreter time), ``state`` floats per state copy (:data:`STATE_TILES` rounded up to a
-    multiple of ``reduce_block``).
+    tile (power of two >= 16), ``reduce_block`` floats per reset/update chunk
+    (:data:`GRID_REDUCE_BLOCK` on the GPU; in the interpreter, where each chunk costs interpreter
+    time, 7554 rounded up to a power of two), ``state`` floats per state copy
+    (:data:`STATE_TILES` rounded up to a multiple of ``reduce_block``), ``cstate`` floats per
+    compact partial gradient (:data:`STATE_FLAT` rounded up likewise).
     """
     rows = -(-batch_size // programs)
-    red = _next_pow2(STATE_TILES) if interpreted else GRID_REDUCE_BLOCK
+    red = _next_pow2(STATE_FLAT) if interpreted else GRID_REDUCE_BLOCK
     return {"rows": rows, "block_rows": max(16, _next_pow2(rows)), "reduce_block": red,
-            "state": -(-STATE_TILES // red) * red}
+            "state": -(-STATE_TILES // red) * red, "cstate": -(-STATE_FLAT // red) * red}
 
 
-def grid_work_floats(programs: int, block_rows: int, state: int) -> int:
+def grid_work_floats(programs: int, block_rows: int, state: int, cstate: int) -> int:
     """float32 elements of the multi-CTA work buffer: per program 2·state + 2·block_rows·64 + block_rows·16,
-    then the partial gradients (2 parities × programs × state); layout in ``grid_train_kernel``."""
+    then the partial gradients (2 parities × programs × cstate); layout in ``grid_train_kernel``."""
     region = 2 * state + 2 * block_rows * HALF_TILE + block_rows * CLASS_TILE
-    return programs * region + 2 * programs * state
+    return programs * region + 2 * programs * cstate
+
+
+def grid_state_map(cstate: int) -> np.ndarray:
+    """int32 (cstate,): the padded-tile offset (bundle/fused_kernels.py, "Layouts") of every state-vector
+    index 0…7553 (spec 3 order: weights.0…3 41×41 row-major, head.weight 10×82, head.bias), then, for
+    the pad entries, distinct padding slots of the first weight tile (rows 41…63, always zero).
+
+    Raises:
+        BundleError: *cstate* below 7554 or with more pad entries than those padding rows hold.
+    """
+    pad = cstate - STATE_FLAT
+    if pad < 0 or pad > (HALF_TILE - HALF) * HALF_TILE:
+        raise BundleError(f"grid_state_map: cstate {cstate} outside [{STATE_FLAT}, "
+                          f"{STATE_FLAT + (HALF_TILE - HALF) * HALF_TILE}]")
+    r, c = np.divmod(np.arange(HALF * HALF), HALF)
+    weights = [b * HALF_TILE * HALF_TILE + r * HALF_TILE + c for b in range(4)]
+    cls, feature = np.divmod(np.arange(CLASSES * 2 * HALF), 2 * HALF)
+    head_base = 4 * HALF_TILE * HALF_TILE
+    head = head_base + cls * 2 * HALF_TILE + np.where(feature < HALF, feature, HALF_TILE + feature - HALF)
+    bias = head_base + CLASS_TILE * 2 * HALF_TILE + np.arange(CLASSES)
+    padding = HALF * HALF_TILE + np.arange(pad)
+    return np.concatenate([*weights, head, bias, padding]).astype(np.int32)
 
 
 def _host(t: torch.Tensor) -> np.ndarray:
@@ -197,6 +221,7 @@ class FusedTask:
             for ``ctas=1``, :func:`grid_work_floats` otherwise, program 0's parameter tiles first).
         barrier_count: int32 (1,), the grid barrier's arrival counter (``ctas >= 2``, else None;
             zeroed by every :meth:`train`).
+        state_map: int32, :func:`grid_state_map` (``ctas >= 2``, else None).
         scratch: float32 (cdiv(M, 128)·128·64,), the predict programs' staging tiles.
         raw: float32 (N, 81); raw_query: float32 (M, 81); labels: int64 (N,);
         orders: int64 (epochs, N); scores: float32 (M, 10); predictions: int64 (M,).
@@ -276,9 +301,11 @@ class FusedTask:
         else:
             rows = self.grid["block_rows"]
             self.row_slice = rows if interpreted else min(GPU_PRODUCT_SLICE, rows)
-            self.work = torch.zeros(grid_work_floats(ctas, rows, self.grid["state"]), dtype=torch.float32,
-                                    device=self.device)
+            self.work = torch.zeros(grid_work_floats(ctas, rows, self.grid["state"], self.grid["cstate"]),
+                                    dtype=torch.float32, device=self.device)
         self.barrier_count = None if self.grid is None else torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.state_map = None if self.grid is None else torch.from_numpy(grid_state_map(self.grid["cstate"])).to(
+            self.device)
         self._barrier_expected = 0
         self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
         blocks = triton_cdiv(self.test_count, PREDICT_BLOCK)
@@ -315,17 +342,19 @@ class FusedTask:
         """
         cfg = self.config
         shape = grid_shape(cfg["batch_size"], programs, self.interpreted)
-        if self.grid is None or not 1 <= programs <= self.ctas or {k: shape[k] for k in ("block_rows", "state")} != {
-                k: self.grid[k] for k in ("block_rows", "state")}:
+        keys = ("block_rows", "state", "cstate")
+        if self.grid is None or not 1 <= programs <= self.ctas or {k: shape[k] for k in keys} != {
+                k: self.grid[k] for k in keys}:
             raise BundleError(f"grid training with {programs} programs does not fit buffers sized for ctas={self.ctas}")
         self.barrier_count.zero_()
         segments = [(0, self.steps)] if barrier else [(k, min(k + 1, self.steps)) for k in range(self.steps + 1)]
         for begin, end in segments:
             self._kernels.grid_train_kernel[(programs,)](
-                self.initial, self.params, self.velocity, self.work, self.barrier_count, self.raw, self.labels,
-                self.orders, cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
+                self.initial, self.params, self.velocity, self.work, self.barrier_count, self.state_map, self.raw,
+                self.labels, self.orders, cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
                 N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], G=programs,
-                ROWS=shape["rows"], BLOCK_R=shape["block_rows"], STATE=shape["state"], RED=shape["reduce_block"],
+                ROWS=shape["rows"], BLOCK_R=shape["block_rows"], STATE=shape["state"], CSTATE=shape["cstate"],
+                RED=shape["reduce_block"],
                 P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
                 STEP_BEGIN=begin, STEP_END=end, FINAL=barrier or begin == self.steps, BARRIER=barrier,
                 SPIN_LIMIT=GRID_SPIN_LIMIT, TIMED_OUT=GRID_TIMED_OUT, num_warps=self.num_warps)
@@ -438,12 +467,12 @@ class FusedTask:
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
         """Named resident tensors: per-parameter views of ``params`` (``parameters.<name>``), then
         ``initial``, ``velocity``, ``work``, ``scratch``, raw, raw_query, labels, orders, predictions, scores,
-        and ``barrier_count`` when ``ctas >= 2``."""
+        and ``barrier_count``, ``state_map`` when ``ctas >= 2``."""
         named = [(f"parameters.{n}", v) for n, v in self._named_views(self.params)]
         named += [(n, getattr(self, n)) for n in ("initial", "velocity", "work", "scratch", "raw", "raw_query",
                                                   "labels", "orders", "predictions", "scores")]
-        if self.barrier_count is not None:
-            named.append(("barrier_count", self.barrier_count))
+        if self.grid is not None:
+            named += [("barrier_count", self.barrier_count), ("state_map", self.state_map)]
         return named
 
 

@@ -197,6 +197,22 @@ def test_bad_inputs_are_one_line_bundle_errors():
         fused_learner.FusedTask(**{**inputs, "train_labels": inputs["train_labels"] + 1})
 
 
+def test_grid_state_map_is_the_tile_layout():
+    """The compact-partial → padded-tile map: state-vector entries onto distinct live tile slots (those of the
+    flat ↔ tile copy), pads onto distinct padding slots of the first weight tile; a bad size is refused."""
+    shape = fused_learner.grid_shape(128, 8, interpreted=False)
+    index = fused_learner.grid_state_map(shape["cstate"])
+    assert index.dtype == np.int32 and len(index) == shape["cstate"] and len(set(index.tolist())) == len(index)
+    live, pad = index[:7554], index[7554:]
+    assert (live[:1681] == [r * 64 + c for r in range(41) for c in range(41)]).all()
+    assert (live[4 * 1681:4 * 1681 + 82] == [16384 + f if f < 41 else 16384 + 64 + f - 41 for f in range(82)]).all()
+    assert (live[-10:] == 16384 + 16 * 128 + np.arange(10)).all()
+    assert (pad // 64 >= 41).all() and (pad < 4096).all()
+    for bad in (7553, 7554 + 23 * 64 + 1):
+        with pytest.raises(BundleError, match="cstate"):
+            fused_learner.grid_state_map(bad)
+
+
 def test_more_ctas_than_sms_is_a_bundle_error(monkeypatch):
     """On a GPU, ctas above the SM count is refused before anything is placed on the device."""
     import torch  # noqa: PLC0415
