@@ -352,22 +352,22 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, ch, hm, c
 
 @triton.jit
 def _grid_reduce_step(own, part, map_ptr, momentum, neg_lr, weight_decay, G: tl.constexpr, STATE: tl.constexpr,
-                      CSTATE: tl.constexpr, FLAT: tl.constexpr, RED: tl.constexpr):
+                      CSTATE: tl.constexpr, RED: tl.constexpr):
     """grad = Σ_g partial[g] for g = 0, 1, …, G−1 in that order, then momentum SGD of this program's copy.
 
     own: this program's params tiles (STATE floats), its velocities right after; part: partial 0
-    of the step's parity buffer (partial g at part + g·CSTATE, compact: FLAT live floats in
-    state-vector order); map_ptr: int32 (CSTATE,) tile offset of each compact entry (entries past
-    FLAT name distinct padding slots, whose gradient is 0). Loads of partials bypass L1 (``.cg``);
-    the G loads of a chunk are unrolled so that they are in flight together.
+    of the step's parity buffer (partial g at part + g·CSTATE, compact: the 7554 live floats in
+    state-vector order, then zeros that nothing writes: the work buffer is allocated zeroed, so the
+    loads need no mask and vectorise); map_ptr: int32 (CSTATE,) tile offset of each compact entry
+    (entries past 7554 name distinct padding slots, whose gradient is 0). Loads of partials bypass
+    L1 (``.cg``); the G loads of a chunk are unrolled so that they are in flight together.
     """
     offs0 = tl.arange(0, RED)
     for start in range(0, CSTATE, RED):
         offs = start + offs0
-        live = offs < FLAT
-        grad = tl.load(part + offs, mask=live, other=0.0, cache_modifier=".cg")
+        grad = tl.load(part + offs, cache_modifier=".cg")
         for g in tl.static_range(1, G):
-            grad = grad + tl.load(part + g * CSTATE + offs, mask=live, other=0.0, cache_modifier=".cg")
+            grad = grad + tl.load(part + g * CSTATE + offs, cache_modifier=".cg")
         _sgd(own, own + STATE, tl.load(map_ptr + offs), grad, momentum, neg_lr, weight_decay)
     tl.debug_barrier()
 
@@ -461,7 +461,6 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
         KF, KR: summed-axis slices over features (divides P) and rows (divides BLOCK_R); >= 16.
         SPIN_LIMIT, TIMED_OUT: reads of the counter before a wait gives up; the value it then sets.
     """
-    FLAT = 4 * HALF * HALF + NCLS * 2 * HALF + NCLS   # 7554 live floats
     NB = (N_TRAIN + BATCH - 1) // BATCH   # batches per epoch
     pid = tl.program_id(0)
     own = work_ptr + pid * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
@@ -502,7 +501,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
     else:
         if not BARRIER:   # the launch boundary was step STEP_BEGIN − 1's barrier
             _grid_reduce_step(own, part + ((STEP_BEGIN - 1) % 2) * G * CSTATE, map_ptr, momentum, neg_lr,
-                              weight_decay, G, STATE, CSTATE, FLAT, RED)
+                              weight_decay, G, STATE, CSTATE, RED)
     for s in range(STEP_BEGIN, STEP_END):
         e = s // NB
         first = (s - e * NB) * BATCH
@@ -548,7 +547,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
         if BARRIER:
             _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
             _grid_reduce_step(own, part + (s % 2) * G * CSTATE, map_ptr, momentum, neg_lr, weight_decay, G, STATE,
-                              CSTATE, FLAT, RED)
+                              CSTATE, RED)
     if FINAL:
         if pid == 0:
             _copy_params(param_ptr, own, False, HALF, NCLS, P, C)
