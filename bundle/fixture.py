@@ -447,7 +447,8 @@ def run_fixture(
         learner: ``rev88`` (the frozen learner, the default and the reference) or ``rev88-fused``
             (:mod:`bundle.fused_learner`; on ``cpu`` through Triton's interpreter, which this
             process switches on before the kernels are imported). The record's ``learner``
-            block names it and the sha256 of its kernel source.
+            block names it, the sha256 of its kernel source, and its training programs (CTAs)
+            and warps per program.
 
     Returns:
         The record written (keys documented in docs/evidence-format.md).
@@ -688,7 +689,8 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
 
         task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device)
         learner_block = {"name": learner_name, "kernel_source_sha256": fused_learner.kernel_source_sha256(),
-                         "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted}
+                         "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted,
+                         "train_programs": task.ctas, "train_num_warps": task.num_warps}
     else:
         task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
         learner_block = None

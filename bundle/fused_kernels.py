@@ -1,12 +1,16 @@
 """Triton kernels of the fused rev88 learner (``rev88-fused``); the host side is :mod:`bundle.fused_learner`.
 
-Two kernels:
+Three kernels:
 
 * :func:`train_kernel` — one program (one CTA) runs a whole invocation: reset from the initial
   copy, then every update of every epoch (gather, lift, core forward, mean cross-entropy
   gradient, head gradient, reversible backward through both coupling blocks with activations
   rebuilt by subtraction as in ``bundle.learner.ReversibleCore``, momentum SGD), then writes
   the final parameters and velocities in the flat layout below.
+* :func:`grid_train_kernel` — the same training over G programs (CTAs): each batch's rows split
+  between them, partial gradients to global memory, a grid barrier (an atomic arrival counter),
+  then every program sums the partials in one fixed order and updates its own state copy. On
+  the GPU one launch; in the interpreter one launch per step (its docstring has the protocol).
 * :func:`predict_kernel` — a grid over blocks of query rows: lift, core forward, head,
   float32 logits and the first maximal class index (the tie rule of ``torch.argmax``).
 
@@ -30,7 +34,11 @@ of 32 from memory do not. ``tl.debug_barrier()`` separates every store to a stag
 from the loads of other threads.
 
 With ``TRITON_INTERPRET=1`` in the environment before this module is imported, triton runs
-these same functions on CPU tensors with numpy (its interpreter; barriers are no-ops there).
+these same functions on CPU tensors with numpy (its interpreter; barriers are no-ops there,
+and it runs a grid's programs one after another, which is why the multi-CTA kernel compiles
+its grid barrier out there). Triton features used beyond the single-CTA kernel's:
+``tl.atomic_add``/``tl.atomic_max`` with ``sem``/``scope`` and ``tl.load(cache_modifier=".cg")``,
+all in triton 3.1.0 (``tl.atomic_load`` would read the counter more directly but is newer).
 No ``from __future__ import annotations`` here: triton 3.1.0's interpreter reads the
 ``tl.constexpr`` annotations as objects, not strings. The bytes of this file are what
 ``bundle.fused_learner.kernel_source_sha256`` hashes.
@@ -92,6 +100,20 @@ def _lifted(raw_ptr, rows, rmask, HALF: tl.constexpr, P: tl.constexpr):
     left = tl.load(base + cols[None, :], mask=left_mask, other=0.0)
     right = tl.load(base + HALF + cols[None, :], mask=right_mask, other=0.0)
     return tl.where(left_mask, left * 4.0 - 0.5, 0.0), tl.where(right_mask, right * 4.0 - 0.5, 0.0)
+
+
+@triton.jit
+def _ce_grad(z, labels, rmask, count, cls, NCLS: tl.constexpr):
+    """Mean cross-entropy gradient (exp(log_softmax(z)) − onehot(labels)) / count, (R, C); dead rows and padded classes 0.
+
+    count is the whole batch's row count (int32 scalar), as the frozen mean reduction divides by it.
+    """
+    shifted = z - tl.max(z, axis=1)[:, None]
+    log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
+    prob = tl.exp(shifted - log_sum[:, None])
+    onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
+    live = rmask[:, None] & (cls[None, :] < NCLS)
+    return tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
 
 
 @triton.jit
@@ -217,12 +239,7 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             _store_tile(sb, r2, BLOCK_B, P)
             z = _head(head, sa, sb, BLOCK_B, P, C, KF, NCLS)
             # mean cross-entropy gradient: (exp(log_softmax) − onehot) / count, padded rows 0
-            shifted = z - tl.max(z, axis=1)[:, None]
-            log_sum = tl.log(tl.sum(tl.exp(shifted), axis=1))
-            prob = tl.exp(shifted - log_sum[:, None])
-            onehot = tl.where(cls[None, :] == labels[:, None], 1.0, 0.0)
-            live = rmask[:, None] & (cls[None, :] < NCLS)
-            g = tl.where(live, (prob - onehot) / count.to(tl.float32), 0.0)
+            g = _ce_grad(z, labels, rmask, count, cls, NCLS)
             _store_tile(sg, g, BLOCK_B, C)
             # head gradient, the core's upstream gradient, then the head's SGD step
             g_head_left = _mm(sg, 1, C, sa, P, 1, C, P, BLOCK_B, KR)
@@ -254,6 +271,287 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             tl.debug_barrier()
     _copy_params(param_ptr, work_ptr, False, HALF, NCLS, P, C)
     _copy_params(vel_ptr, vel_tiles, False, HALF, NCLS, P, C)
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-CTA training (``FusedTask(ctas=G)``, G >= 2): the rows of every batch split over G programs.
+# --------------------------------------------------------------------------------------------
+
+
+# The grid helpers write their products' slice loops out instead of calling a product helper
+# (as _mm): each call of a jit function costs triton's interpreter a re-patch of triton.language
+# (~1 ms), and the interpreter runs every helper G times per step. Offsets are precomputed tiles
+# (grid_train_kernel) for the same reason (int32 arithmetic is overflow-checked there), and zero
+# tiles come from tl.full (tl.zeros is itself a jit function in recent triton).
+
+
+@triton.jit
+def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr):
+    """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P); sa a staging tile; offset tiles as in grid_train_kernel."""
+    tl.store(sa + rp, tl.maximum(h, 0.0))
+    tl.debug_barrier()
+    acc = tl.full((R, P), 0.0, tl.float32)
+    for k in tl.static_range(0, P, KF):
+        acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision="ieee")
+    tl.debug_barrier()
+    return acc * alpha
+
+
+@triton.jit
+def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, LEAF: tl.constexpr,
+                   R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+    """One branch of ``ReversibleCore.backward`` at the pre-step weight W: leaf h, upstream d ((R, P) each).
+
+    Stores the partial gradient (d·alpha)ᵀ·relu(h) of W over this program's rows, its live 41×41 block
+    row-major at g_ptr (offsets cw where wm, the compact layout of grid_train_kernel).
+    Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); with LEAF false
+    (the first branch, whose input gradient nothing needs) only the weight gradient, and zeros.
+    """
+    tl.store(sa + rp, tl.maximum(h, 0.0))
+    tl.store(sb + rp, d * alpha)
+    tl.debug_barrier()
+    d_leaf = tl.full((R, P), 0.0, tl.float32)
+    branch = tl.full((R, P), 0.0, tl.float32)
+    if LEAF:
+        for k in tl.static_range(0, P, KF):
+            d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision="ieee")
+            branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision="ieee")
+    grad = tl.full((P, P), 0.0, tl.float32)
+    for k in tl.static_range(0, R, KR):
+        grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision="ieee")
+    tl.debug_barrier()   # the staging tiles are rewritten next
+    tl.store(g_ptr + cw, grad, mask=wm)
+    return tl.where(h > 0.0, d_leaf, 0.0), branch * alpha
+
+
+@triton.jit
+def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, ch, hm, cls, R: tl.constexpr,
+                        P: tl.constexpr, C: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr, NCLS: tl.constexpr):
+    """Head backward from the logit gradient g (R, C) with l2, r2 staged in sa, sb: stores the partial
+    head gradients (gᵀ·l2 | gᵀ·r2 as the 10×82 weight, then Σ rows g, the bias) compact at grads
+    (offsets ch where hm); returns the core's upstream gradients (g·HL, g·HR), (R, P) each, at the
+    pre-step head."""
+    tl.store(sg + rc, g)
+    tl.debug_barrier()
+    g_left = tl.full((C, P), 0.0, tl.float32)
+    g_right = tl.full((C, P), 0.0, tl.float32)
+    for k in tl.static_range(0, R, KR):
+        g_rows = tl.load(sg + g_t + k * C)
+        g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision="ieee")
+        g_right = tl.dot(g_rows, tl.load(sb + s_k + k * P), g_right, input_precision="ieee")
+    tl.store(grads + ch, g_left, mask=hm)
+    tl.store(grads + HALF + ch, g_right, mask=hm)
+    tl.store(grads + NCLS * 2 * HALF + cls, tl.sum(g, axis=0), mask=cls < NCLS)
+    g_tile = tl.load(sg + rc)
+    zero = tl.full((R, P), 0.0, tl.float32)
+    dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision="ieee")
+    dr = tl.dot(g_tile, tl.load(head + P + h_n), zero, input_precision="ieee")
+    tl.debug_barrier()
+    return dl, dr
+
+
+@triton.jit
+def _grid_reduce_step(own, part, map_ptr, momentum, neg_lr, weight_decay, G: tl.constexpr, STATE: tl.constexpr,
+                      CSTATE: tl.constexpr, RED: tl.constexpr):
+    """grad = Σ_g partial[g] for g = 0, 1, …, G−1 in that order, then momentum SGD of this program's copy.
+
+    own: this program's params tiles (STATE floats), its velocities right after; part: partial 0
+    of the step's parity buffer (partial g at part + g·CSTATE, compact: the 7554 live floats in
+    state-vector order, then zeros that nothing writes: the work buffer is allocated zeroed, so the
+    loads need no mask and vectorise); map_ptr: int32 (CSTATE,) tile offset of each compact entry
+    (entries past 7554 name distinct padding slots, whose gradient is 0). Loads of partials bypass
+    L1 (``.cg``); the G loads of a chunk are unrolled so that they are in flight together.
+    """
+    offs0 = tl.arange(0, RED)
+    for start in range(0, CSTATE, RED):
+        offs = start + offs0
+        grad = tl.load(part + offs, cache_modifier=".cg")
+        for g in tl.static_range(1, G):
+            grad = grad + tl.load(part + g * CSTATE + offs, cache_modifier=".cg")
+        _sgd(own, own + STATE, tl.load(map_ptr + offs), grad, momentum, neg_lr, weight_decay)
+    tl.debug_barrier()
+
+
+@triton.jit
+def _grid_barrier(sync_ptr, target, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
+    """Wait until the arrival counter at sync_ptr reaches target (int32), having added this program's arrival.
+
+    The CTA barrier first orders every thread's earlier stores before the release add (one thread
+    performs a scalar atomic); the acquire reads then make the other programs' released stores
+    visible to this program. After SPIN_LIMIT reads the wait gives up and raises the counter to
+    TIMED_OUT (an atomic max), which releases every later wait at once and which the host reports.
+    """
+    tl.debug_barrier()
+    tl.atomic_add(sync_ptr, 1, sem="release", scope="gpu")
+    seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+    spins = seen * 0
+    while (seen < target) & (spins < SPIN_LIMIT):
+        seen = tl.atomic_add(sync_ptr, 0, sem="acquire", scope="gpu")
+        spins += 1
+    if seen < target:
+        tl.atomic_max(sync_ptr, TIMED_OUT, sem="relaxed", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr, raw_ptr, label_ptr, order_ptr,
+                      alpha, momentum, neg_lr, weight_decay,
+                      N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, G: tl.constexpr,
+                      ROWS: tl.constexpr, BLOCK_R: tl.constexpr, STATE: tl.constexpr, CSTATE: tl.constexpr,
+                      RED: tl.constexpr,
+                      P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
+                      NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
+                      BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
+    """Steps [STEP_BEGIN, STEP_END) of one invocation's training over G programs (launch with grid (G,)).
+
+    Program g owns batch rows [g·ROWS, (g+1)·ROWS) of every batch (a program whose rows lie past the
+    batch, e.g. in the last batch of 16, has none and contributes zero gradients). For step s:
+
+    1. partial (every program, its rows only, weights as they were before step s): gather, lift,
+       core forward, mean cross-entropy gradient (divided by the whole batch's row count, as
+       :func:`train_kernel`), head gradient, reversible backward with activations rebuilt by
+       subtraction; the partial gradients of all parameters are stored to partial buffer
+       (s mod 2, g), compact (the 7554 live floats in state-vector order, as ``params``: the
+       reduction reads 7554 floats per partial instead of the ~18.4 K of the padded tiles). No weight changes inside the backward (autograd also takes
+       every gradient at the pre-step weights).
+    2. barrier (``BARRIER``: :func:`_grid_barrier`, target (s+1)·G).
+    3. update (every program): the G partials summed in the fixed order 0…G−1, momentum SGD of the
+       program's OWN params/velocity copy (padded tiles; map_ptr gives each compact entry's tile offset). Same inputs, same code, same order: every copy has the
+       same bits, so no broadcast and no second barrier is needed.
+
+    Why two partial buffers suffice with one barrier per step: a program writes buffer s mod 2 in
+    step s only after passing barrier s−1, and passes barrier s+1 (before writing that buffer again
+    in step s+2) only after every program has arrived there, i.e. has finished its update of step s,
+    the last read of those partials. With one buffer, a fast program's step-s+1 partial could
+    overwrite a step-s partial that a slow program has not summed yet.
+
+    Two modes, the same per-step arithmetic:
+
+    * ``BARRIER`` (GPU): one launch, STEP_BEGIN = 0, STEP_END = steps, FINAL: reset, then partial →
+      barrier → update for every step. All G programs must be resident at once (the host checks
+      G <= the SM count; one CTA always fits on an SM) or the first barrier waits for ever (until
+      SPIN_LIMIT). The host zeroes the counter before each launch (a separate memset in the timed run).
+    * not ``BARRIER`` (triton's interpreter, which runs programs one after the other, so a spin
+      barrier would never return): the host launches once per step, k = 0 … steps, with
+      STEP_BEGIN = k, STEP_END = min(k+1, steps): launch 0 resets and writes the partials of step
+      0; launch k >= 1 first runs the update of step k−1 (the launch boundary is its barrier), then
+      the partial of step k; the last launch (k = steps) only updates and, FINAL, writes the result.
+      Everything that survives a launch (each program's params/velocity copy, the partials) lives
+      in ``work``; the step index is the compile-time STEP_BEGIN.
+
+    Args (pointers to contiguous tensors on one device):
+        init_ptr: float32 (7554,) initial parameters (read only).
+        param_ptr, vel_ptr: float32 (7554,) final parameters and velocities (written by program 0, FINAL).
+        work_ptr: float32, :func:`bundle.fused_learner.grid_work_floats` elements: per program g at
+            g·REGION (REGION = 2·STATE + 2·BLOCK_R·P + BLOCK_R·C) its params tiles (the layout of
+            :func:`train_kernel`, zero-padded to STATE), velocities (STATE) and staging tiles sa, sb
+            (BLOCK_R×P), sg (BLOCK_R×C); then the partials, (2, G, CSTATE). Program 0's params come
+            first, where :func:`predict_kernel` reads them.
+        sync_ptr: int32 (1,) arrival counter, zero at launch (BARRIER only; untouched otherwise).
+        map_ptr: int32 (CSTATE,) :func:`bundle.fused_learner.grid_state_map`, the tile offset of every
+            compact entry (state-vector index → padded tile offset; the pad entries past 7554 name
+            distinct always-zero padding slots).
+        raw_ptr, label_ptr, order_ptr, alpha, momentum, neg_lr, weight_decay: as :func:`train_kernel`.
+        N_TRAIN, EPOCHS, BATCH, P, C, HALF, NCLS: as :func:`train_kernel`.
+        G, ROWS, BLOCK_R: programs, batch rows per program (cdiv(BATCH, G)), their tile (power of
+            two >= 16 and >= ROWS).
+        STATE, CSTATE, RED: floats per state copy (the padded tiles rounded up to a multiple of RED),
+            per partial (7554 rounded up to a multiple of RED), and the chunk of the reset and update
+            loops (a power of two).
+        KF, KR: summed-axis slices over features (divides P) and rows (divides BLOCK_R); >= 16.
+        SPIN_LIMIT, TIMED_OUT: reads of the counter before a wait gives up; the value it then sets.
+    """
+    NB = (N_TRAIN + BATCH - 1) // BATCH   # batches per epoch
+    pid = tl.program_id(0)
+    own = work_ptr + pid * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)
+    sa = own + 2 * STATE
+    sb = sa + BLOCK_R * P
+    sg = sb + BLOCK_R * P
+    part = work_ptr + G * (2 * STATE + 2 * BLOCK_R * P + BLOCK_R * C)   # partial (q, g) at + (q·G + g)·CSTATE
+    head = own + 4 * P * P
+    rows = tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, P)
+    cls = tl.arange(0, C)
+    kf = tl.arange(0, KF)
+    kr = tl.arange(0, KR)
+    rows_p = rows * P
+    cols_p = cols * P
+    kr_p = kr * P
+    rp = rows_p[:, None] + cols[None, :]            # (R, P) a staging tile, row-major
+    a_rk = rows_p[:, None] + kf[None, :]            # (R, KF) first slice of a staging tile as A
+    w_t = kf[:, None] + cols_p[None, :]             # (KF, P) first slice of Wᵀ as B
+    w_n = (kf * P)[:, None] + cols[None, :]         # (KF, P) first slice of W as B
+    h_t = kf[:, None] + (cls * (2 * P))[None, :]    # (KF, C) first slice of a head half, transposed
+    g_t = cls[:, None] + (kr * C)[None, :]          # (C, KR) first slice of sgᵀ as A
+    s_k = kr_p[:, None] + cols[None, :]             # (KR, P) first slice of a staging tile as B
+    s_t = cols[:, None] + kr_p[None, :]             # (P, KR) first slice of a staging tileᵀ as A
+    rc = (rows * C)[:, None] + cls[None, :]         # (R, C) sg, row-major
+    h_n = (cls * (2 * P))[:, None] + cols[None, :]  # (C, P) a head half (its tile layout)
+    cw = (cols * HALF)[:, None] + cols[None, :]     # (P, P) a weight tile's live block, compact
+    wm = (cols < HALF)[:, None] & (cols < HALF)[None, :]
+    ch = (cls * (2 * HALF))[:, None] + cols[None, :]   # (C, P) a head half's live block, compact (+ HALF: right)
+    hm = (cls < NCLS)[:, None] & (cols < HALF)[None, :]
+    if STEP_BEGIN == 0:   # reset: zero the whole copy (padding included), then the initial parameters
+        zero = tl.full((RED,), 0.0, tl.float32)
+        for start in range(0, 2 * STATE, RED):
+            tl.store(own + start + tl.arange(0, RED), zero)
+        tl.debug_barrier()
+        _copy_params(init_ptr, own, True, HALF, NCLS, P, C)
+        tl.debug_barrier()
+    else:
+        if not BARRIER:   # the launch boundary was step STEP_BEGIN − 1's barrier
+            _grid_reduce_step(own, part + ((STEP_BEGIN - 1) % 2) * G * CSTATE, map_ptr, momentum, neg_lr,
+                              weight_decay, G, STATE, CSTATE, RED)
+    for s in range(STEP_BEGIN, STEP_END):
+        e = s // NB
+        first = (s - e * NB) * BATCH
+        count = tl.minimum(N_TRAIN - first, BATCH)
+        local = pid * ROWS + rows
+        rmask = (rows < ROWS) & (local < count)
+        index = tl.load(order_ptr + e * N_TRAIN + first + local, mask=rmask, other=0)
+        labels = tl.load(label_ptr + index, mask=rmask, other=0)
+        l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
+        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        tl.store(sa + rp, l2)
+        tl.store(sb + rp, r2)
+        tl.debug_barrier()
+        z = tl.full((BLOCK_R, C), 0.0, tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
+        for k in tl.static_range(0, P, KF):
+            z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision="ieee")
+            z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision="ieee")
+        z = z + tl.load(head + C * 2 * P + cls)[None, :]
+        z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
+        # mean cross-entropy gradient, divided by the WHOLE batch's row count
+        g = _ce_grad(z, labels, rmask, count, cls, NCLS)
+        grads = part + ((s % 2) * G + pid) * CSTATE
+        dl, dr = _grid_head_backward(g, sg, sa, sb, head, grads + 4 * HALF * HALF, rc, g_t, s_k, h_n, ch, hm, cls,
+                                     BLOCK_R, P, C, KR, HALF, NCLS)
+        # reversible backward, block 1 then block 0, each branch recomputed and subtracted
+        d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * HALF * HALF, sa, sb, rp, a_rk,
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        dl = dl + d_leaf
+        r1 = r2 - branch
+        d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * HALF * HALF, sa, sb, rp, a_rk,
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        dr = dr + d_leaf
+        l1 = l2 - branch
+        d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + HALF * HALF, sa, sb, rp, a_rk, w_t, w_n,
+                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+        dl = dl + d_leaf
+        r0 = r1 - branch
+        _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, False,
+                       BLOCK_R, P, KF, KR)   # last branch: only its weight gradient
+        if BARRIER:
+            _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
+            _grid_reduce_step(own, part + (s % 2) * G * CSTATE, map_ptr, momentum, neg_lr, weight_decay, G, STATE,
+                              CSTATE, RED)
+    if FINAL:
+        if pid == 0:
+            _copy_params(param_ptr, own, False, HALF, NCLS, P, C)
+            _copy_params(vel_ptr, own + STATE, False, HALF, NCLS, P, C)
 
 
 @triton.jit

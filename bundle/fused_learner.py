@@ -5,10 +5,20 @@ initial weights come from :func:`bundle.learner.build_model`, the orders from
 :func:`bundle.learner.epoch_orders`, so ``initial_parameter_sha256`` and
 ``epoch_permutation_sha256`` are the frozen ones). One invocation (:meth:`FusedTask.run`) is
 
-1. one launch of :func:`bundle.fused_kernels.train_kernel` with a single program: reset from
-   the initial copy, then all 158 momentum-SGD updates (2 epochs × 79 batches of 128, the last
-   of 16) by that one CTA, its weights, velocities and staging tiles in a small work buffer
-   (bundle/fused_kernels.py, "Layouts"), the current batch's activations in registers;
+1. training, by one of two kernels (``FusedTask(ctas=G)``):
+
+   * ``ctas=1``: one launch of :func:`bundle.fused_kernels.train_kernel` with a single program:
+     reset from the initial copy, then all 158 momentum-SGD updates (2 epochs × 79 batches of
+     128, the last of 16) by that one CTA, its weights, velocities and staging tiles in a small
+     work buffer (bundle/fused_kernels.py, "Layouts"), the current batch's activations in registers;
+   * ``ctas=G >= 2`` (default :data:`DEFAULT_TRAIN_CTAS`): :func:`bundle.fused_kernels.grid_train_kernel`
+     over G programs, each batch's rows split between them (cdiv(batch, G) rows each): partial
+     gradients per program, a grid barrier, then every program sums the G partials in the same
+     order and updates its own copy of the state. On the GPU that is a memset of the barrier's
+     counter plus ONE launch; in triton's interpreter (programs run one after another, a spin
+     barrier cannot work) one launch per step, the launch boundaries standing in for the barrier
+     (the kernel's docstring has the protocol and what differs between the two modes);
+
 2. one launch of :func:`bundle.fused_kernels.predict_kernel` over blocks of query rows.
 
 The arithmetic is float32 throughout and no product uses TF32, but the summation order of
@@ -17,7 +27,9 @@ multiply and an add into one FMA, its default), so final parameters, velocities 
 are not the frozen learner's bits; predictions are compared with the frozen ones
 (tests/test_fused_learner.py, scripts/fused_device.py). Products are summed in slices of 32
 on the GPU and whole in the interpreter (compile-time constants of the same code: each slice
-costs interpreter time), so the interpreter's bits are not the GPU's either.
+costs interpreter time), so the interpreter's bits are not the GPU's either. The multi-CTA
+kernel sums every gradient over its G row blocks first and then over the blocks (in program
+order), so its bits are not the single-CTA kernel's either; again only predictions are compared.
 
 Why Triton: the kernels are Python-level code (``bundle/fused_kernels.py``) that PyTorch's
 CUDA wheels already ship a compiler for (no CUDA toolkit or C++ extension build), and
@@ -62,12 +74,19 @@ GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot on the GPU (bundle/fuse
 PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
-DEFAULT_TRAIN_WARPS = 8
+DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
+DEFAULT_TRAIN_CTAS = 8    # training programs by default: 8 × 16 rows of a 128-row batch (see FusedTask)
+DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
+GRID_REDUCE_BLOCK = 1024  # floats per chunk of the multi-CTA update loop on the GPU (whole state in the interpreter)
+GRID_SPIN_LIMIT = 1 << 22  # counter reads before a grid-barrier wait gives up (seconds on an H200, not minutes)
+GRID_TIMED_OUT = 1 << 30   # the counter value a wait that gave up sets (fused_kernels._grid_barrier)
 TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all updates) + one predict_kernel "
                 "launch; excludes setup, compilation, CPU permutation generation, allocation and transfer.")
+# TIMING_SCOPE above is read literally by the verifier (verify/checks/fields.py); with ctas >= 2 the
+# "train_kernel launch" is the grid kernel's launch preceded by the memset of its barrier counter.
 
-__all__ = ["LEARNER_NAME", "FusedTask", "kernel_source_sha256", "interpreter_active", "triton_version",
-           "work_floats"]
+__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "FusedTask", "kernel_source_sha256", "interpreter_active",
+           "triton_version", "work_floats", "grid_work_floats", "grid_shape", "grid_state_map"]
 
 
 def kernel_source_sha256() -> str:
@@ -119,6 +138,55 @@ def work_floats(batch_tile: int) -> int:
     return 2 * tiles + 2 * batch_tile * HALF_TILE + batch_tile * CLASS_TILE
 
 
+STATE_TILES = 4 * HALF_TILE * HALF_TILE + CLASS_TILE * 2 * HALF_TILE + CLASS_TILE  # padded tile floats of a state
+STATE_FLAT = 4 * HALF * HALF + CLASSES * 2 * HALF + CLASSES                         # 7554 live floats
+
+
+def grid_shape(batch_size: int, programs: int, interpreted: bool) -> dict:
+    """Compile-time shape of the multi-CTA kernel for *programs* programs (G >= 1 here; the host uses G >= 2).
+
+    Returns a dict: ``rows`` batch rows per program (cdiv(batch_size, G)), ``block_rows`` their
+    tile (power of two >= 16), ``reduce_block`` floats per reset/update chunk
+    (:data:`GRID_REDUCE_BLOCK` on the GPU; in the interpreter, where each chunk costs interpreter
+    time, 7554 rounded up to a power of two), ``state`` floats per state copy
+    (:data:`STATE_TILES` rounded up to a multiple of ``reduce_block``), ``cstate`` floats per
+    compact partial gradient (:data:`STATE_FLAT` rounded up likewise).
+    """
+    rows = -(-batch_size // programs)
+    red = _next_pow2(STATE_FLAT) if interpreted else GRID_REDUCE_BLOCK
+    return {"rows": rows, "block_rows": max(16, _next_pow2(rows)), "reduce_block": red,
+            "state": -(-STATE_TILES // red) * red, "cstate": -(-STATE_FLAT // red) * red}
+
+
+def grid_work_floats(programs: int, block_rows: int, state: int, cstate: int) -> int:
+    """float32 elements of the multi-CTA work buffer: per program 2·state + 2·block_rows·64 + block_rows·16,
+    then the partial gradients (2 parities × programs × cstate); layout in ``grid_train_kernel``."""
+    region = 2 * state + 2 * block_rows * HALF_TILE + block_rows * CLASS_TILE
+    return programs * region + 2 * programs * cstate
+
+
+def grid_state_map(cstate: int) -> np.ndarray:
+    """int32 (cstate,): the padded-tile offset (bundle/fused_kernels.py, "Layouts") of every state-vector
+    index 0…7553 (spec 3 order: weights.0…3 41×41 row-major, head.weight 10×82, head.bias), then, for
+    the pad entries, distinct padding slots of the first weight tile (rows 41…63, always zero).
+
+    Raises:
+        BundleError: *cstate* below 7554 or with more pad entries than those padding rows hold.
+    """
+    pad = cstate - STATE_FLAT
+    if pad < 0 or pad > (HALF_TILE - HALF) * HALF_TILE:
+        raise BundleError(f"grid_state_map: cstate {cstate} outside [{STATE_FLAT}, "
+                          f"{STATE_FLAT + (HALF_TILE - HALF) * HALF_TILE}]")
+    r, c = np.divmod(np.arange(HALF * HALF), HALF)
+    weights = [b * HALF_TILE * HALF_TILE + r * HALF_TILE + c for b in range(4)]
+    cls, feature = np.divmod(np.arange(CLASSES * 2 * HALF), 2 * HALF)
+    head_base = 4 * HALF_TILE * HALF_TILE
+    head = head_base + cls * 2 * HALF_TILE + np.where(feature < HALF, feature, HALF_TILE + feature - HALF)
+    bias = head_base + CLASS_TILE * 2 * HALF_TILE + np.arange(CLASSES)
+    padding = HALF * HALF_TILE + np.arange(pad)
+    return np.concatenate([*weights, head, bias, padding]).astype(np.int32)
+
+
 def _host(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu").contiguous().numpy()
 
@@ -138,27 +206,44 @@ class FusedTask:
             :func:`bundle.learner.normalise_config`; depth must be 2 and batch_size <= 256.
         device: ``"cuda"`` (compiled kernels; interpreter off) or ``"cpu"`` (triton's
             interpreter; ``TRITON_INTERPRET=1`` set before :mod:`bundle.fused_kernels` was imported).
-        num_warps: warps of the single training program (GPU only; the interpreter ignores it).
+        num_warps: warps of each training program (GPU only; the interpreter ignores it); default
+            :data:`DEFAULT_TRAIN_WARPS` for ``ctas=1``, :data:`DEFAULT_GRID_WARPS` otherwise.
+        ctas: training programs (CTAs), a positive int, default :data:`DEFAULT_TRAIN_CTAS`. 1 runs
+            :func:`bundle.fused_kernels.train_kernel` (one program, unchanged); G >= 2 runs
+            :func:`bundle.fused_kernels.grid_train_kernel` with G programs, which wait for each
+            other at a grid barrier every step and so must all be resident at once: on the GPU G
+            must not exceed the SM count (132 on an H200; one program always fits on an SM, and
+            nothing else may hold SMs for long while it runs).
 
     Attributes (all on ``device``):
         initial, params, velocity: float32 (7554,), state-vector order of spec 3.
-        work: float32 (:func:`work_floats`,), the training program's padded state and staging tiles.
+        work: float32, the training programs' padded state and staging tiles (:func:`work_floats` (1,)
+            for ``ctas=1``, :func:`grid_work_floats` otherwise, program 0's parameter tiles first).
+        barrier_count: int32 (1,), the grid barrier's arrival counter (``ctas >= 2``, else None;
+            zeroed by every :meth:`train`).
+        state_map: int32, :func:`grid_state_map` (``ctas >= 2``, else None).
         scratch: float32 (cdiv(M, 128)·128·64,), the predict programs' staging tiles.
         raw: float32 (N, 81); raw_query: float32 (M, 81); labels: int64 (N,);
         orders: int64 (epochs, N); scores: float32 (M, 10); predictions: int64 (M,).
 
     Raises:
-        BundleError: bad inputs or config, triton missing, CUDA unavailable, wrong interpreter mode.
+        BundleError: bad inputs or config, triton missing, CUDA unavailable, wrong interpreter mode,
+            ctas not a positive int or (GPU) more than the SM count.
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
-                 num_warps: int = DEFAULT_TRAIN_WARPS) -> None:
+                 num_warps: int | None = None, ctas: int = DEFAULT_TRAIN_CTAS) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
         if cfg["depth"] != 2 or cfg["batch_size"] > MAX_BATCH_TILE:
             raise BundleError(f"the fused learner supports depth 2 and batch_size <= {MAX_BATCH_TILE} only (got "
                               f"depth {cfg['depth']}, batch_size {cfg['batch_size']}): use bundle.learner")
+        if isinstance(ctas, bool) or not isinstance(ctas, int | np.integer) or ctas < 1:
+            raise BundleError(f"ctas must be a positive int, the training programs (got {ctas!r})")
+        ctas = int(ctas)
+        if num_warps is None:
+            num_warps = DEFAULT_TRAIN_WARPS if ctas == 1 else DEFAULT_GRID_WARPS
         if num_warps not in (1, 2, 4, 8, 16, 32):
             raise BundleError(f"num_warps must be a power of two from 1 to 32 (got {num_warps!r})")
         arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
@@ -177,8 +262,14 @@ class FusedTask:
                               "TRITON_INTERPRET in a fresh process")
         if device == "cuda" and not torch.cuda.is_available():
             raise BundleError("device cuda requested but torch sees no CUDA GPU: use a GPU host")
+        if device == "cuda":
+            sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+            if ctas > sms:
+                raise BundleError(f"ctas={ctas} exceeds the {sms} SMs of this GPU: the grid barrier needs every "
+                                  "training program resident at once; use ctas <= the SM count")
         self.device = torch.device(device)
         self.num_warps = int(num_warps)
+        self.ctas = ctas
         self.interpreted = interpreted
         self.input_hashes = {k: array_sha256(a) for k, a in zip(INPUT_KEYS, arrays, strict=True)}
         model = build_model(cfg["depth"], cfg["alpha"], cfg["seed"])
@@ -204,14 +295,33 @@ class FusedTask:
         # where each slice costs interpreter overhead (same code, other compile-time constants)
         self.feature_slice = HALF_TILE if interpreted else GPU_PRODUCT_SLICE
         self.row_slice = self.batch_tile if interpreted else min(GPU_PRODUCT_SLICE, self.batch_tile)
-        self.work = torch.zeros(work_floats(self.batch_tile), dtype=torch.float32, device=self.device)
+        self.grid = None if ctas == 1 else grid_shape(cfg["batch_size"], ctas, interpreted)
+        if self.grid is None:
+            self.work = torch.zeros(work_floats(self.batch_tile), dtype=torch.float32, device=self.device)
+        else:
+            rows = self.grid["block_rows"]
+            self.row_slice = rows if interpreted else min(GPU_PRODUCT_SLICE, rows)
+            self.work = torch.zeros(grid_work_floats(ctas, rows, self.grid["state"], self.grid["cstate"]),
+                                    dtype=torch.float32, device=self.device)
+        self.barrier_count = None if self.grid is None else torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.state_map = None if self.grid is None else torch.from_numpy(grid_state_map(self.grid["cstate"])).to(
+            self.device)
+        self._barrier_expected = 0
+        self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
         blocks = triton_cdiv(self.test_count, PREDICT_BLOCK)
         self.scratch = torch.zeros(blocks * PREDICT_BLOCK * HALF_TILE, dtype=torch.float32, device=self.device)
         self.run_count = 0
         self.preparation_seconds = time.perf_counter() - started
 
     def train(self) -> None:
-        """Launch the training kernel: reset params/velocity from ``initial``, then every update."""
+        """Launch the training: reset params/velocity from ``initial``, then every update.
+
+        ``ctas=1``: one ``train_kernel`` launch. ``ctas >= 2``: zero the barrier counter, then one
+        ``grid_train_kernel`` launch on the GPU, or steps + 1 launches in the interpreter.
+        """
+        if self.grid is not None:
+            self._train_grid(self.ctas, barrier=not self.interpreted)
+            return
         cfg = self.config
         self._kernels.train_kernel[(1,)](
             self.initial, self.params, self.velocity, self.work, self.raw, self.labels, self.orders,
@@ -219,6 +329,52 @@ class FusedTask:
             N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], BLOCK_B=self.batch_tile,
             P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
             num_warps=self.num_warps)
+
+    def _train_grid(self, programs: int, barrier: bool) -> None:
+        """The multi-CTA training with *programs* programs; *barrier*: one launch with the grid barrier.
+
+        ``train`` passes (ctas, not interpreted). Other pairs are for tests: (1, True) runs the
+        barrier code in the interpreter (one program never waits); ``programs`` must give the same
+        tile shape as ``ctas`` (the buffers are sized for it).
+
+        Raises:
+            BundleError: *programs* out of range or of another tile shape than ``ctas``.
+        """
+        cfg = self.config
+        shape = grid_shape(cfg["batch_size"], programs, self.interpreted)
+        keys = ("block_rows", "state", "cstate")
+        if self.grid is None or not 1 <= programs <= self.ctas or {k: shape[k] for k in keys} != {
+                k: self.grid[k] for k in keys}:
+            raise BundleError(f"grid training with {programs} programs does not fit buffers sized for ctas={self.ctas}")
+        self.barrier_count.zero_()
+        segments = [(0, self.steps)] if barrier else [(k, min(k + 1, self.steps)) for k in range(self.steps + 1)]
+        for begin, end in segments:
+            self._kernels.grid_train_kernel[(programs,)](
+                self.initial, self.params, self.velocity, self.work, self.barrier_count, self.state_map, self.raw,
+                self.labels, self.orders, cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
+                N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], G=programs,
+                ROWS=shape["rows"], BLOCK_R=shape["block_rows"], STATE=shape["state"], CSTATE=shape["cstate"],
+                RED=shape["reduce_block"],
+                P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
+                STEP_BEGIN=begin, STEP_END=end, FINAL=barrier or begin == self.steps, BARRIER=barrier,
+                SPIN_LIMIT=GRID_SPIN_LIMIT, TIMED_OUT=GRID_TIMED_OUT, num_warps=self.num_warps)
+        self._barrier_expected = self.steps * programs if barrier else 0
+
+    def barrier_check(self) -> None:
+        """Raise if the last multi-CTA training's barrier counter is not steps × programs (0 without a barrier).
+
+        Synchronises. A wait that gave up (:data:`GRID_SPIN_LIMIT`) leaves it >= :data:`GRID_TIMED_OUT`.
+
+        Raises:
+            BundleError: the counter is off (programs not co-resident, or a broken barrier).
+        """
+        if self.grid is None or self.run_count == 0:
+            return
+        got = int(_host(self.barrier_count)[0])
+        if got != self._barrier_expected:
+            why = "a grid-barrier wait gave up" if got >= GRID_TIMED_OUT else "the arrivals do not add up"
+            raise BundleError(f"multi-CTA training is invalid: barrier counter {got}, expected "
+                              f"{self._barrier_expected} ({why}; are all {self.ctas} programs resident at once?)")
 
     def predict(self) -> None:
         """Launch the predict kernel: ``scores`` (M, 10) float32 logits, ``predictions`` (M,) int64.
@@ -283,15 +439,17 @@ class FusedTask:
 
         The metadata has the keys of :meth:`bundle.learner.PreparedTask.outputs` in the same
         order (``validation`` is None: no self-test runs), then ``learner`` (name, kernel
-        source sha256, triton version, interpreter flag, warps of the training program, the
-        summed-axis slices of its products).
+        source sha256, triton version, interpreter flag, training programs (``ctas``) and warps
+        of each, the summed-axis slices of its products).
 
         Raises:
-            BundleError: no invocation ran yet, or a score or parameter is not finite.
+            BundleError: no invocation ran yet, the grid barrier failed (:meth:`barrier_check`), or a
+                score or parameter is not finite.
         """
         if self.run_count == 0:
             raise BundleError("FusedTask.outputs() before run(): call run() first")
         self._synchronize()
+        self.barrier_check()
         predictions, scores = _host(self.predictions).copy(), _host(self.scores)
         if not np.isfinite(scores).all() or not np.isfinite(_host(self.params)).all():
             raise BundleError("Nonfinite scores or model state after training: the run diverged; check inputs/config")
@@ -301,17 +459,20 @@ class FusedTask:
         metadata |= {
             "learner": {"name": LEARNER_NAME, "kernel_source_sha256": kernel_source_sha256(),
                         "triton_version": triton_version(), "interpreter": self.interpreted,
-                        "train_num_warps": self.num_warps,
+                        "train_programs": self.ctas, "train_num_warps": self.num_warps,
                         "product_slices": {"features": self.feature_slice, "rows": self.row_slice}},
         }
         return predictions, metadata
 
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
         """Named resident tensors: per-parameter views of ``params`` (``parameters.<name>``), then
-        ``initial``, ``velocity``, ``work``, ``scratch``, raw, raw_query, labels, orders, predictions, scores."""
+        ``initial``, ``velocity``, ``work``, ``scratch``, raw, raw_query, labels, orders, predictions, scores,
+        and ``barrier_count``, ``state_map`` when ``ctas >= 2``."""
         named = [(f"parameters.{n}", v) for n, v in self._named_views(self.params)]
         named += [(n, getattr(self, n)) for n in ("initial", "velocity", "work", "scratch", "raw", "raw_query",
                                                   "labels", "orders", "predictions", "scores")]
+        if self.grid is not None:
+            named += [("barrier_count", self.barrier_count), ("state_map", self.state_map)]
         return named
 
 

@@ -2,21 +2,31 @@
 
 Run from the repository root on a GPU host (torch with its bundled triton)::
 
-    PYTHONPATH=. python3 scripts/fused_device.py
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_device.py
 
-For each of the 11 draws, in this process: a fresh :class:`bundle.fused_learner.FusedTask`
-and a fresh :class:`bundle.learner.PreparedTask` (CUDA graphs, ``CUBLAS_WORKSPACE_CONFIG=:16:8``,
-set here before torch is imported); the fused predictions are compared with the frozen
-``predictions_sha256`` (evidence/rev88-original/results) and, element by element, with the
-frozen learner's predictions of this process (flips). ms/task for both: median of
-``REPEATS`` invocations after ``WARMUP``, each timed with ``time.perf_counter`` between two
-``torch.cuda.synchronize()``. Peak allocated bytes: a fresh child process per learner
-(``--memory fused|frozen``) resets the peak statistics before it prepares draw 0, runs one
-invocation, synchronises and reads ``torch.cuda.max_memory_allocated()`` (the fixture's
-memory scope, bundle/fixture.py). Then, time permitting, draw 0 with other warp counts of
-the training program. A failing draw or step is recorded, never fatal.
+Side by side on GPU 0, each in a FRESH CHILD PROCESS with a timeout (a compile error, a crash or
+a hung grid barrier costs that child only; the parent never launches a kernel):
 
+* ``timing`` children, one per learner: the frozen learner (:class:`bundle.learner.PreparedTask`,
+  CUDA graphs, ``CUBLAS_WORKSPACE_CONFIG=:16:8`` set before torch is imported), the fused one
+  with ``ctas=1`` (the single-CTA kernel) and with each G of ``SWEEP_CTAS`` (the multi-CTA
+  kernel), then other warp counts of the default G. Each resets the peak statistics, prepares
+  draw 0, runs one invocation (compiling), synchronises and reads
+  ``torch.cuda.max_memory_allocated()`` (the fixture's memory scope, bundle/fixture.py); then
+  checks the outputs (for ctas >= 2 this includes the barrier counter), then ms/task: the
+  median of ``REPEATS`` invocations after ``WARMUP``, each timed with ``time.perf_counter``
+  between two ``torch.cuda.synchronize()``; and whether the state bits after timing equal
+  those after the first invocation.
+* one ``draws`` child: all 11 draws with the default G (:data:`bundle.fused_learner.DEFAULT_TRAIN_CTAS`):
+  predictions_sha256 against the frozen one and flips against the frozen prediction files
+  (evidence/rev88-original/predictions).
+
+A child starts only while ``DEADLINE_S`` allows (its timeout is cut to what is left), in
+priority order: frozen, ctas=1, default G, the draws check, the rest of the sweep, warps.
 Writes ``$OUT/fused-device.json`` (``./fused-device.json`` without ``OUT``) and prints a summary.
+
+``--child timing --learner frozen|fused [--ctas N] [--warps N]`` and ``--child draws --ctas N``
+run one child in this process and print its JSON record on the last stdout line.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import os
 
 os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":16:8"  # before torch is imported: cuBLAS reads it once
 
+import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -38,31 +49,19 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+FROZEN = REPO / "evidence" / "rev88-original"
 DRAWS = range(11)
 WARMUP = 3
 REPEATS = 20
-SWEEP_WARPS = (4, 16)
-SWEEP_DEADLINE_S = 150.0   # start no sweep entry after this many seconds of the run
-CHILD_TIMEOUT_S = 120
+SWEEP_CTAS = (4, 8, 16)   # multi-CTA programs timed (the default G among them or added)
+SWEEP_WARPS = (4,)        # other warp counts of the default G, last, time permitting (16 warps: <= 128 registers)
+DEADLINE_S = 140.0        # no child starts after this many seconds; a child's timeout ends by then
+CHILD_TIMEOUT_S = 75.0
+MIN_CHILD_S = 15.0        # skip a child when less than this is left
 
 
 def _frozen_meta(draw: int) -> dict:
-    return json.loads((REPO / "evidence" / "rev88-original" / "results" / f"draw-{draw:02d}.json").read_text())[
-        "metadata"]
-
-
-def _ms_per_task(task, torch) -> list[float]:
-    """WARMUP untimed runs, then REPEATS runs each between two synchronisations (ms)."""
-    for _ in range(WARMUP):
-        task.run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        task.run()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - started) * 1e3)
-    return times
+    return json.loads((FROZEN / "results" / f"draw-{draw:02d}.json").read_text())["metadata"]
 
 
 def _error(exc: BaseException) -> dict:
@@ -88,8 +87,32 @@ def _storage_bytes(named) -> int:
     return sum(seen.values())
 
 
-def memory_child(which: str) -> dict:
-    """Fresh-process peak: reset peak stats, prepare draw 0, one invocation, synchronise, read the peak."""
+def _ms_per_task(task, torch) -> list[float]:
+    """WARMUP untimed runs, then REPEATS runs each between two synchronisations (ms)."""
+    for _ in range(WARMUP):
+        task.run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        task.run()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - started) * 1e3)
+    return times
+
+
+def _make_task(learner: str, inputs: dict, ctas: int | None, warps: int | None):
+    if learner == "frozen":
+        from bundle.learner import PreparedTask  # noqa: PLC0415
+
+        return PreparedTask(**inputs, device="cuda")
+    from bundle.fused_learner import DEFAULT_TRAIN_CTAS, FusedTask  # noqa: PLC0415
+
+    return FusedTask(**inputs, device="cuda", ctas=DEFAULT_TRAIN_CTAS if ctas is None else ctas, num_warps=warps)
+
+
+def timing_child(learner: str, ctas: int | None, warps: int | None) -> dict:
+    """Fresh-process peak memory, first-run time, outputs check and ms/task of one learner on draw 0."""
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
@@ -97,34 +120,91 @@ def memory_child(which: str) -> dict:
     inputs = load_draw(0).learner_inputs()
     torch.cuda.init()
     torch.cuda.reset_peak_memory_stats()
-    if which == "fused":
-        from bundle.fused_learner import FusedTask  # noqa: PLC0415
-
-        task = FusedTask(**inputs, device="cuda")
-    else:
-        from bundle.learner import PreparedTask  # noqa: PLC0415
-
-        task = PreparedTask(**inputs, device="cuda")
+    started = time.perf_counter()
+    task = _make_task(learner, inputs, ctas, warps)
     task.run()
     torch.cuda.synchronize()
-    record = {"learner": which, "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-              "allocated_bytes_after": int(torch.cuda.memory_allocated()),
-              "named_storage_bytes": _storage_bytes(task.named_tensors()),
-              "predictions_sha256": task.state_hashes()["predictions_sha256"]}
+    record: dict = {"first_run_s": time.perf_counter() - started,  # prepare + compile + one invocation
+                    "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+                    "allocated_bytes_after": int(torch.cuda.memory_allocated()),
+                    "named_storage_bytes": _storage_bytes(task.named_tensors())}
+    _, meta = task.outputs()  # raises on a failed grid barrier before any timing
+    first = task.state_hashes()
+    record |= {"predictions_sha256": meta["predictions_sha256"],
+               "predictions_equal_frozen_hash": meta["predictions_sha256"] == _frozen_meta(0)["predictions_sha256"],
+               "state_vector_sha256": first["state_vector_sha256"]}
+    if learner == "fused":
+        record["learner_block"] = meta["learner"]
+    times = _ms_per_task(task, torch)
+    task.outputs()
+    record |= {"ms_per_task_median": statistics.median(times), "ms_per_task": times,
+               "repeatable_after_timing": task.state_hashes() == first}
     return record
 
 
-def _memory(which: str) -> dict:
+def draws_child(ctas: int) -> dict:
+    """All draws with FusedTask(ctas=ctas): predictions against the frozen hashes and prediction files."""
+    from bundle import fused_learner  # noqa: PLC0415
+    from bundle.data import load_draw  # noqa: PLC0415
+
+    rows = []
+    for draw in DRAWS:
+        row: dict = {"draw": draw}
+        try:
+            task = fused_learner.FusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas)
+            task.run()
+            pred, meta = task.outputs()
+            file_pred = np.load(FROZEN / "predictions" / f"draw-{draw:02d}.npy")
+            row |= {"predictions_equal_frozen_hash": meta["predictions_sha256"] == _frozen_meta(draw)["predictions_sha256"],
+                    "flips_vs_frozen_file": int((file_pred != pred).sum()),
+                    "initial_parameter_equal_frozen": meta["initial_parameter_sha256"]
+                    == _frozen_meta(draw)["initial_parameter_sha256"]}
+            del task
+        except Exception as exc:
+            row |= _error(exc)
+        rows.append(row)
+    return {"ctas": ctas, "draws": rows}
+
+
+def _run_child(args: list[str], timeout: float) -> dict:
+    """Run this script as ``--child ...`` in a fresh process; its last stdout line is the JSON record."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("TRITON_INTERPRET", None)
+    started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory", which], cwd=REPO,
-                              env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"learner": which, "error": f"child timed out after {CHILD_TIMEOUT_S} s"}
-    if proc.returncode != 0:
-        return {"learner": which, "error": f"child exited {proc.returncode}", "stderr_tail": proc.stderr[-3000:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        tail = (exc.stderr or b"")[-2000:]
+        return {"error": f"child timed out after {timeout:.1f} s (a hung kernel?)",
+                "stderr_tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
+    wall = time.perf_counter() - started
+    lines = proc.stdout.strip().splitlines()
+    try:
+        record = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        record = {}
+    if proc.returncode != 0 or not isinstance(record, dict) or not record:
+        record = {**(record if isinstance(record, dict) else {}), "error": record.get("error")
+                  if isinstance(record, dict) and record.get("error") else f"child exited {proc.returncode}",
+                  "stderr_tail": proc.stderr[-3000:]}
+    record["child_wall_s"] = wall
+    return record
+
+
+def _plan(default_ctas: int) -> list[tuple[str, dict, list[str]]]:
+    """(kind, identity, child args) in priority order."""
+    sweep = [g for g in dict.fromkeys((default_ctas, *SWEEP_CTAS))]
+    plan = [("timing", {"learner": "frozen"}, ["timing", "--learner", "frozen"]),
+            ("timing", {"learner": "fused", "ctas": 1}, ["timing", "--learner", "fused", "--ctas", "1"]),
+            ("timing", {"learner": "fused", "ctas": default_ctas},
+             ["timing", "--learner", "fused", "--ctas", str(default_ctas)]),
+            ("draws", {"ctas": default_ctas}, ["draws", "--ctas", str(default_ctas)])]
+    plan += [("timing", {"learner": "fused", "ctas": g}, ["timing", "--learner", "fused", "--ctas", str(g)])
+             for g in sweep[1:]]
+    plan += [("timing", {"learner": "fused", "ctas": default_ctas, "warps": w},
+              ["timing", "--learner", "fused", "--ctas", str(default_ctas), "--warps", str(w)]) for w in SWEEP_WARPS]
+    return plan
 
 
 def _environment(torch) -> dict:
@@ -133,95 +213,22 @@ def _environment(torch) -> dict:
     props = torch.cuda.get_device_properties(0)
     return {
         "python": platform.python_version(), "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-        "triton": fused_learner.triton_version(), "device_name": props.name,
+        "triton": fused_learner.triton_version(), "device_name": props.name, "sm_count": props.multi_processor_count,
         "device_count": torch.cuda.device_count(), "capability": list(torch.cuda.get_device_capability(0)),
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "triton_interpret": os.environ.get("TRITON_INTERPRET"),
         "kernel_source_sha256": fused_learner.kernel_source_sha256(),
         "fused_learner_sha256": hashlib.sha256((REPO / "bundle" / "fused_learner.py").read_bytes()).hexdigest(),
         "learner_sha256": hashlib.sha256((REPO / "bundle" / "learner.py").read_bytes()).hexdigest(),
+        "default_train_ctas": fused_learner.DEFAULT_TRAIN_CTAS,
+        "default_grid_warps": fused_learner.DEFAULT_GRID_WARPS,
     }
 
 
-def _one_draw(draw: int, torch) -> dict:
-    from bundle import fused_learner  # noqa: PLC0415
-    from bundle.data import load_draw  # noqa: PLC0415
-    from bundle.learner import PreparedTask  # noqa: PLC0415
-
-    out: dict = {"draw": draw}
-    inputs = load_draw(draw).learner_inputs()
-    frozen_hash = _frozen_meta(draw)["predictions_sha256"]
-    fused_pred = frozen_pred = None
-    try:
-        started = time.perf_counter()
-        task = fused_learner.FusedTask(**inputs, device="cuda")
-        task.run()
-        torch.cuda.synchronize()
-        out["fused_first_run_s"] = time.perf_counter() - started  # includes compilation on the first draw
-        fused_pred, meta = task.outputs()
-        first_hashes = task.state_hashes()
-        times = _ms_per_task(task, torch)
-        again = task.state_hashes()
-        out["fused"] = {
-            "predictions_sha256": meta["predictions_sha256"],
-            "predictions_equal_frozen_hash": meta["predictions_sha256"] == frozen_hash,
-            "initial_parameter_equal_frozen": meta["initial_parameter_sha256"]
-            == _frozen_meta(draw)["initial_parameter_sha256"],
-            "repeatable_after_timing": first_hashes == again,
-            "state_vector_sha256": meta["state_vector_sha256"], "scores_sha256": meta["scores_sha256"],
-            "ms_per_task_median": statistics.median(times), "ms_per_task": times,
-        }
-        file_pred = np.load(REPO / "evidence" / "rev88-original" / "predictions" / f"draw-{draw:02d}.npy")
-        out["fused"]["flips_vs_frozen_file"] = int((file_pred != fused_pred).sum())
-        fused_scores = task.scores.clone()
-        fused_params = task.params.clone()
-        del task
-    except Exception as exc:
-        out["fused"] = _error(exc)
-    try:
-        ref = PreparedTask(**inputs, device="cuda")
-        ref.run()
-        frozen_pred, ref_meta = ref.outputs()
-        times = _ms_per_task(ref, torch)
-        out["frozen"] = {"predictions_sha256": ref_meta["predictions_sha256"],
-                         "predictions_equal_frozen_hash": ref_meta["predictions_sha256"] == frozen_hash,
-                         "ms_per_task_median": statistics.median(times), "ms_per_task": times}
-        if fused_pred is not None:
-            out["flips_fused_vs_frozen_same_process"] = int((frozen_pred != fused_pred).sum())
-            ref_params = torch.cat([p.detach().reshape(-1) for p in ref.params])
-            out["scores_max_abs_diff"] = float((ref.scores - fused_scores).abs().max())
-            out["final_parameter_max_abs_diff"] = float((ref_params - fused_params).abs().max())
-        del ref
-    except Exception as exc:
-        out["frozen"] = _error(exc)
-    return out
-
-
-def _sweep(torch, started: float) -> list[dict]:
-    from bundle import fused_learner  # noqa: PLC0415
-    from bundle.data import load_draw  # noqa: PLC0415
-
-    inputs = load_draw(0).learner_inputs()
-    rows = []
-    for warps in SWEEP_WARPS:
-        if time.perf_counter() - started > SWEEP_DEADLINE_S:
-            rows.append({"num_warps": warps, "skipped": f"past {SWEEP_DEADLINE_S:g} s"})
-            continue
-        try:
-            t0 = time.perf_counter()
-            task = fused_learner.FusedTask(**inputs, device="cuda", num_warps=warps)
-            task.run()
-            torch.cuda.synchronize()
-            first = time.perf_counter() - t0
-            times = _ms_per_task(task, torch)
-            _, meta = task.outputs()
-            rows.append({"num_warps": warps, "first_run_s": first, "ms_per_task_median": statistics.median(times),
-                         "predictions_equal_frozen_hash": meta["predictions_sha256"]
-                         == _frozen_meta(0)["predictions_sha256"],
-                         "state_vector_sha256": meta["state_vector_sha256"]})
-        except Exception as exc:
-            rows.append({"num_warps": warps, **_error(exc)})
-    return rows
+def _label(ident: dict) -> str:
+    if ident.get("learner") == "frozen":
+        return "frozen"
+    return "fused ctas=" + str(ident.get("ctas")) + (f" warps={ident['warps']}" if "warps" in ident else "")
 
 
 def main() -> int:
@@ -231,50 +238,84 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("fused_device: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
         return 2
-    result: dict = {"schema": "fused-device/1", "warmup": WARMUP, "repeats": REPEATS,
-                    "timing": "perf_counter between torch.cuda.synchronize() calls, one invocation each"}
+    from bundle.fused_learner import DEFAULT_TRAIN_CTAS  # noqa: PLC0415
+
+    result: dict = {"schema": "fused-device/2", "warmup": WARMUP, "repeats": REPEATS, "deadline_s": DEADLINE_S,
+                    "timing": "perf_counter between torch.cuda.synchronize() calls, one invocation each, draw 0, "
+                              "each learner in its own fresh child process"}
     try:
         result["environment"] = _environment(torch)
     except Exception as exc:
         result["environment"] = _error(exc)
-    result["draws"] = []
-    for draw in DRAWS:
-        try:
-            row = _one_draw(draw, torch)
-        except Exception as exc:
-            row = {"draw": draw, **_error(exc)}
-        result["draws"].append(row)
-        fused, frozen = row.get("fused", {}), row.get("frozen", {})
-        print(f"draw {draw:2d}: fused hash equal {fused.get('predictions_equal_frozen_hash')}, flips vs frozen "
-              f"{row.get('flips_fused_vs_frozen_same_process')}, ms fused {fused.get('ms_per_task_median', 'ERR')} "
-              f"frozen {frozen.get('ms_per_task_median', 'ERR')}", flush=True)
-    result["memory"] = [_memory("fused"), _memory("frozen")]
-    result["warp_sweep_draw0"] = _sweep(torch, started)
-    rows = result["draws"]
-    fused_ms = [r["fused"]["ms_per_task_median"] for r in rows if "ms_per_task_median" in r.get("fused", {})]
-    frozen_ms = [r["frozen"]["ms_per_task_median"] for r in rows if "ms_per_task_median" in r.get("frozen", {})]
+    result["timings"], result["draws"] = [], None
+    for kind, ident, args in _plan(DEFAULT_TRAIN_CTAS):
+        left = DEADLINE_S - (time.perf_counter() - started)
+        if left < MIN_CHILD_S:
+            record = {"skipped": f"{left:.0f} s left of the {DEADLINE_S:g} s deadline"}
+        else:
+            record = _run_child(args, min(CHILD_TIMEOUT_S, left))
+        record = {**ident, **record}
+        if kind == "draws":
+            result["draws"] = record
+            rows = record.get("draws") or []
+            print(f"draws ctas={ident['ctas']}: equal frozen hash "
+                  f"{sum(bool(r.get('predictions_equal_frozen_hash')) for r in rows)}/{len(DRAWS)}, flips "
+                  f"{[r.get('flips_vs_frozen_file') for r in rows]} {record.get('error') or record.get('skipped') or ''}",
+                  flush=True)
+        else:
+            result["timings"].append(record)
+            print(f"{_label(ident):24s} ms/task {record.get('ms_per_task_median', 'ERR')} peak "
+                  f"{record.get('peak_allocated_bytes')} B, draw 0 equal frozen "
+                  f"{record.get('predictions_equal_frozen_hash')} "
+                  f"{record.get('error') or record.get('skipped') or ''}", flush=True)
+    draws = (result["draws"] or {}).get("draws") or []
     result["summary"] = {
-        "draws_fused_equal_frozen_hash": sum(bool(r.get("fused", {}).get("predictions_equal_frozen_hash"))
-                                             for r in rows),
-        "draws_frozen_equal_frozen_hash": sum(bool(r.get("frozen", {}).get("predictions_equal_frozen_hash"))
-                                              for r in rows),
-        "flips_per_draw": [r.get("flips_fused_vs_frozen_same_process") for r in rows],
-        "fused_ms_per_task_median_over_draws": statistics.median(fused_ms) if fused_ms else None,
-        "frozen_ms_per_task_median_over_draws": statistics.median(frozen_ms) if frozen_ms else None,
-        "peak_allocated_bytes": {m["learner"]: m.get("peak_allocated_bytes") for m in result["memory"]},
+        "ms_per_task_median": {_label(r): r.get("ms_per_task_median") for r in result["timings"]},
+        "peak_allocated_bytes": {_label(r): r.get("peak_allocated_bytes") for r in result["timings"]},
+        "draw0_equal_frozen_hash": {_label(r): r.get("predictions_equal_frozen_hash") for r in result["timings"]},
+        "errors": {_label(r): r["error"] for r in result["timings"] if r.get("error")},
+        "default_ctas": DEFAULT_TRAIN_CTAS,
+        "draws_default_ctas_equal_frozen_hash": sum(bool(r.get("predictions_equal_frozen_hash")) for r in draws),
+        "flips_per_draw_default_ctas": [r.get("flips_vs_frozen_file") for r in draws],
         "wall_s": time.perf_counter() - started,
     }
     out_dir = Path(os.environ.get("OUT") or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "fused-device.json"
     path.write_text(json.dumps(_finite(result), indent=2, allow_nan=False) + "\n")
-    print(json.dumps(result["summary"], indent=2))
+    print(json.dumps(_finite(result["summary"]), indent=2))
     print(f"wrote {path}")
     return 0
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", choices=("timing", "draws"), help="run one child here (internal)")
+    parser.add_argument("--learner", choices=("frozen", "fused"), default="fused")
+    parser.add_argument("--ctas", type=int, help="training programs of the fused learner (default: its default)")
+    parser.add_argument("--warps", type=int, help="warps per training program (default: the learner's)")
+    args = parser.parse_args(argv)
+    if args.child == "draws" and args.ctas is None:
+        parser.error("--child draws needs --ctas")
+    if args.child is None and (args.ctas is not None or args.warps is not None):
+        parser.error("--ctas/--warps only with --child")
+    return args
+
+
+def _child(args: argparse.Namespace) -> int:
+    """One child; its JSON record (or the error) on the last stdout line; exit 1 on an error."""
+    try:
+        if args.child == "draws":
+            record = draws_child(args.ctas)
+        else:
+            record = timing_child(args.learner, args.ctas, args.warps)
+    except Exception as exc:
+        print(json.dumps(_finite(_error(exc))))
+        return 1
+    print(json.dumps(_finite(record)))
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--memory":
-        print(json.dumps(memory_child(sys.argv[2])))
-        sys.exit(0)
-    sys.exit(main())
+    parsed = _parse(sys.argv[1:])
+    sys.exit(_child(parsed) if parsed.child else main())

@@ -2,6 +2,10 @@
 
 The interpreter tests run in a fresh process with ``TRITON_INTERPRET=1``: triton reads it
 when it decorates the kernels, so it must be set before ``bundle.fused_kernels`` is imported.
+Each runs the single-CTA kernel (``ctas=1``) and the multi-CTA one. The interpreter runs a
+grid's programs one after another, so its cost grows with the programs: draw 0 runs with
+``ctas=3`` (~40 s on 2 cores; 43 live rows in 64-row tiles, a third program with 42 rows, and
+in the last batch of 16 two programs without rows), the synthetic task with ``ctas=8``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ DRAW_CHILD = """
 import json, sys, time
 from bundle.data import load_draw
 from bundle.fused_learner import FusedTask
-task = FusedTask(**load_draw(int(sys.argv[1])).learner_inputs(), device="cpu")
+task = FusedTask(**load_draw(int(sys.argv[1])).learner_inputs(), device="cpu", ctas=int(sys.argv[2]))
 started = time.perf_counter()
 task.run()
 seconds = time.perf_counter() - started
@@ -55,18 +59,18 @@ print(json.dumps({"meta": meta, "run_seconds": seconds, "keys": list(meta)}))
 """
 
 SYNTHETIC_CHILD = """
-import json
+import json, sys
 import numpy as np, torch
 import torch.nn.functional as F
 from bundle.errors import BundleError
-from bundle.fused_learner import FusedTask
+from bundle.fused_learner import GRID_TIMED_OUT, FusedTask
 from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
 rng = np.random.Generator(np.random.PCG64(913413))
 train = rng.random((19, 1, 9, 9), dtype=np.float32)
 labels = rng.integers(0, 10, 19).astype(np.int64)
 query = rng.random((7, 1, 9, 9), dtype=np.float32)
 cfg = {**FROZEN_CONFIG, "batch_size": 8, "seed": 781}
-task = FusedTask(train, labels, query, cfg, device="cpu")
+task = FusedTask(train, labels, query, cfg, device="cpu", ctas=int(sys.argv[1]))
 try:
     task.outputs()
     early = None
@@ -92,7 +96,25 @@ with torch.no_grad():
     scores = model(q)
 ref = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 vel = torch.cat([sgd.state[p]["momentum_buffer"].reshape(-1) for p in model.parameters()])
+grid = {}
+if task.ctas > 1:
+    # the barrier code path (the GPU's single launch) in the interpreter: one program never waits;
+    # it must give the bits of the per-step launches and count one arrival per step
+    task._train_grid(1, barrier=False)
+    segmented = task.state_hashes()["state_vector_sha256"]
+    task._train_grid(1, barrier=True)
+    grid["barrier_equals_segmented"] = task.state_hashes()["state_vector_sha256"] == segmented
+    grid["barrier_count"] = int(task.barrier_count[0])
+    grid["steps"] = task.steps
+    grid["one_program_close"] = bool(torch.allclose(task.params, ref, atol=2e-5, rtol=3e-3))
+    task.barrier_count.fill_(GRID_TIMED_OUT)
+    try:
+        task.outputs()
+        grid["timeout_error"] = None
+    except BundleError as exc:
+        grid["timeout_error"] = str(exc)
 print(json.dumps({
+    "grid": grid,
     "early_error": early,
     "repeatable": first == second,
     "param_max_abs_error": float((task.params - ref).abs().max()),
@@ -118,9 +140,10 @@ def _interpreted(code: str, *args: str, timeout: int = 600) -> dict:
 
 @needs_triton
 @pytest.mark.slow
-def test_interpreter_draw0_equals_frozen_predictions():
-    """Draw 0 on CPU through triton's interpreter: the frozen prediction, init and order hashes (~15 s)."""
-    out = _interpreted(DRAW_CHILD, "0")
+@pytest.mark.parametrize("ctas", [1, 3])
+def test_interpreter_draw0_equals_frozen_predictions(ctas):
+    """Draw 0 on CPU through triton's interpreter: the frozen prediction, init and order hashes (~45 s, ~40 s)."""
+    out = _interpreted(DRAW_CHILD, "0", str(ctas))
     meta, frozen = out["meta"], _frozen(0)
     assert meta["predictions_sha256"] == frozen["predictions_sha256"]
     assert meta["initial_parameter_sha256"] == frozen["initial_parameter_sha256"]
@@ -130,18 +153,28 @@ def test_interpreter_draw0_equals_frozen_predictions():
     kernel_sha = hashlib.sha256((REPO_ROOT / "bundle" / "fused_kernels.py").read_bytes()).hexdigest()
     assert meta["learner"]["name"] == "rev88-fused" and meta["learner"]["interpreter"] is True
     assert meta["learner"]["kernel_source_sha256"] == kernel_sha
+    assert meta["learner"]["train_programs"] == ctas
     assert meta["run_count"] == 1 and meta["parameter_count"] == 7554
 
 
 @needs_triton
-def test_interpreter_matches_eager_autograd_and_resets():
-    """Synthetic task (19 rows, batches 8, 8, 3; masked rows and padding) vs eager autograd + torch.optim.SGD."""
-    out = _interpreted(SYNTHETIC_CHILD)
+@pytest.mark.parametrize("ctas", [1, 8])
+def test_interpreter_matches_eager_autograd_and_resets(ctas):
+    """Synthetic task (19 rows, batches 8, 8, 3; masked rows and padding) vs eager autograd + torch.optim.SGD.
+
+    With 8 programs each has one row of a full batch, and five have none in the batch of 3.
+    """
+    out = _interpreted(SYNTHETIC_CHILD, str(ctas))
     assert out["early_error"] is not None and "before run()" in out["early_error"]
     assert out["params_moved"] > 1e-3  # training changed the weights at all
     assert out["params_close"] and out["velocity_close"] and out["scores_close"], out
     assert out["predictions_equal"]
     assert out["repeatable"]  # each run() starts from the initial copy
+    if ctas > 1:
+        grid = out["grid"]
+        assert grid["barrier_equals_segmented"] and grid["one_program_close"], grid
+        assert grid["barrier_count"] == grid["steps"] == 6
+        assert "gave up" in grid["timeout_error"] and "\n" not in grid["timeout_error"]
 
 
 def test_bad_inputs_are_one_line_bundle_errors():
@@ -152,6 +185,7 @@ def test_bad_inputs_are_one_line_bundle_errors():
         ({"config": {"width": 3}}, "unknown learner config"),
         ({"device": "mps"}, "unsupported device"),
         ({"num_warps": 3}, "num_warps"),
+        *[({"ctas": bad}, "ctas must be a positive int") for bad in (0, -2, 2.0, True, "8", None)],
     ]
     for kwargs, message in cases:
         with pytest.raises(BundleError, match=message) as info:
@@ -161,6 +195,39 @@ def test_bad_inputs_are_one_line_bundle_errors():
         fused_learner.FusedTask(**{**inputs, "test_images": inputs["test_images"].astype(np.float64)})
     with pytest.raises(BundleError, match="0..9"):
         fused_learner.FusedTask(**{**inputs, "train_labels": inputs["train_labels"] + 1})
+
+
+def test_grid_state_map_is_the_tile_layout():
+    """The compact-partial → padded-tile map: state-vector entries onto distinct live tile slots (those of the
+    flat ↔ tile copy), pads onto distinct padding slots of the first weight tile; a bad size is refused."""
+    shape = fused_learner.grid_shape(128, 8, interpreted=False)
+    index = fused_learner.grid_state_map(shape["cstate"])
+    assert index.dtype == np.int32 and len(index) == shape["cstate"] and len(set(index.tolist())) == len(index)
+    live, pad = index[:7554], index[7554:]
+    assert (live[:1681] == [r * 64 + c for r in range(41) for c in range(41)]).all()
+    assert (live[4 * 1681:4 * 1681 + 82] == [16384 + f if f < 41 else 16384 + 64 + f - 41 for f in range(82)]).all()
+    assert (live[-10:] == 16384 + 16 * 128 + np.arange(10)).all()
+    assert (pad // 64 >= 41).all() and (pad < 4096).all()
+    for bad in (7553, 7554 + 23 * 64 + 1):
+        with pytest.raises(BundleError, match="cstate"):
+            fused_learner.grid_state_map(bad)
+
+
+def test_more_ctas_than_sms_is_a_bundle_error(monkeypatch):
+    """On a GPU, ctas above the SM count is refused before anything is placed on the device."""
+    import torch  # noqa: PLC0415
+
+    class Props:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(fused_learner, "interpreter_active", lambda: False)
+    monkeypatch.setattr(fused_learner, "_kernels", lambda: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: Props())
+    with pytest.raises(BundleError, match="ctas=133 exceeds the 132 SMs") as info:
+        fused_learner.FusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=133)
+    assert "\n" not in str(info.value)
 
 
 @needs_triton
@@ -176,15 +243,17 @@ def test_device_needs_the_matching_interpreter_mode():
 
 @pytest.mark.gpu
 @needs_triton
-def test_gpu_all_draws_equal_frozen_predictions(record_property):
-    """All 11 draws compiled on CUDA: predictions_sha256 equal to the frozen ones; ms/task recorded."""
+@pytest.mark.parametrize("ctas", [1, fused_learner.DEFAULT_TRAIN_CTAS])
+def test_gpu_all_draws_equal_frozen_predictions(record_property, ctas):
+    """All 11 draws compiled on CUDA (single-CTA and the default multi-CTA kernel): predictions_sha256
+    equal to the frozen ones; ms/task recorded."""
     import torch  # noqa: PLC0415
 
     if fused_learner.interpreter_active():
         pytest.skip("TRITON_INTERPRET=1 in this process: the GPU test needs the compiled kernels")
     mismatched, timings = [], []
     for draw in range(11):
-        task = fused_learner.FusedTask(**load_draw(draw).learner_inputs(), device="cuda")
+        task = fused_learner.FusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas)
         task.run()  # compiles on the first draw
         torch.cuda.synchronize()
         started = time.perf_counter()
@@ -192,9 +261,10 @@ def test_gpu_all_draws_equal_frozen_predictions(record_property):
             task.run()
         torch.cuda.synchronize()
         timings.append((time.perf_counter() - started) / 5 * 1e3)
-        _, meta = task.outputs()
+        _, meta = task.outputs()  # with ctas > 1 also checks the barrier counter
+        assert meta["learner"]["train_programs"] == ctas
         if meta["predictions_sha256"] != _frozen(draw)["predictions_sha256"]:
             mismatched.append(draw)
-    record_property("fused_ms_per_task_median", float(np.median(timings)))
-    print(f"fused ms/task (median over draws of 5-run means): {np.median(timings):.3f}")
+    record_property(f"fused_ctas{ctas}_ms_per_task_median", float(np.median(timings)))
+    print(f"fused ctas={ctas} ms/task (median over draws of 5-run means): {np.median(timings):.3f}")
     assert mismatched == []
