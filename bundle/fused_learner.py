@@ -11,7 +11,8 @@ initial weights come from :func:`bundle.learner.build_model`, the orders from
      reset from the initial copy, then all 158 momentum-SGD updates (2 epochs × 79 batches of
      128, the last of 16) by that one CTA, its weights, velocities and staging tiles in a small
      work buffer (bundle/fused_kernels.py, "Layouts"), the current batch's activations in registers;
-   * ``ctas=G >= 2`` (default :data:`DEFAULT_TRAIN_CTAS`): :func:`bundle.fused_kernels.grid_train_kernel`
+   * ``ctas=G >= 2`` (proposed :data:`GRID_TRAIN_CTAS`; the default stays ``ctas=1`` until the
+     multi-CTA kernel has run on a GPU): :func:`bundle.fused_kernels.grid_train_kernel`
      over G programs, each batch's rows split between them (cdiv(batch, G) rows each): partial
      gradients per program, a grid barrier, then every program sums the G partials in the same
      order and updates its own copy of the state. On the GPU that is a memset of the barrier's
@@ -75,7 +76,8 @@ PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
 DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
-DEFAULT_TRAIN_CTAS = 8    # training programs by default: 8 × 16 rows of a 128-row batch (see FusedTask)
+DEFAULT_TRAIN_CTAS = 1    # training programs by default: the single-CTA kernel, the one measured on a GPU
+GRID_TRAIN_CTAS = 8       # the multi-CTA kernel's proposed G: 8 × 16 rows of a 128-row batch (not yet run on a GPU)
 DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
 GRID_REDUCE_BLOCK = 1024  # floats per chunk of the multi-CTA update loop on the GPU (whole state in the interpreter)
 GRID_SPIN_LIMIT = 1 << 22  # counter reads before a grid-barrier wait gives up (seconds on an H200, not minutes)
@@ -85,7 +87,7 @@ TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all
 # TIMING_SCOPE above is read literally by the verifier (verify/checks/fields.py); with ctas >= 2 the
 # "train_kernel launch" is the grid kernel's launch preceded by the memset of its barrier counter.
 
-__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "FusedTask", "kernel_source_sha256", "interpreter_active",
+__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "GRID_TRAIN_CTAS", "FusedTask", "kernel_source_sha256", "interpreter_active",
            "triton_version", "work_floats", "grid_work_floats", "grid_shape", "grid_state_map"]
 
 

@@ -10,19 +10,19 @@ a hung grid barrier costs that child only; the parent never launches a kernel):
 * ``timing`` children, one per learner: the frozen learner (:class:`bundle.learner.PreparedTask`,
   CUDA graphs, ``CUBLAS_WORKSPACE_CONFIG=:16:8`` set before torch is imported), the fused one
   with ``ctas=1`` (the single-CTA kernel) and with each G of ``SWEEP_CTAS`` (the multi-CTA
-  kernel), then other warp counts of the default G. Each resets the peak statistics, prepares
+  kernel), then other warp counts of that G. Each resets the peak statistics, prepares
   draw 0, runs one invocation (compiling), synchronises and reads
   ``torch.cuda.max_memory_allocated()`` (the fixture's memory scope, bundle/fixture.py); then
   checks the outputs (for ctas >= 2 this includes the barrier counter), then ms/task: the
   median of ``REPEATS`` invocations after ``WARMUP``, each timed with ``time.perf_counter``
   between two ``torch.cuda.synchronize()``; and whether the state bits after timing equal
   those after the first invocation.
-* one ``draws`` child: all 11 draws with the default G (:data:`bundle.fused_learner.DEFAULT_TRAIN_CTAS`):
+* one ``draws`` child: all 11 draws with the proposed G (:data:`bundle.fused_learner.GRID_TRAIN_CTAS`):
   predictions_sha256 against the frozen one and flips against the frozen prediction files
   (evidence/rev88-original/predictions).
 
 A child starts only while ``DEADLINE_S`` allows (its timeout is cut to what is left), in
-priority order: frozen, ctas=1, default G, the draws check, the rest of the sweep, warps.
+priority order: frozen, ctas=1, the proposed G, the draws check, the rest of the sweep, warps.
 Writes ``$OUT/fused-device.json`` (``./fused-device.json`` without ``OUT``) and prints a summary.
 
 ``--child timing --learner frozen|fused [--ctas N] [--warps N]`` and ``--child draws --ctas N``
@@ -221,6 +221,7 @@ def _environment(torch) -> dict:
         "fused_learner_sha256": hashlib.sha256((REPO / "bundle" / "fused_learner.py").read_bytes()).hexdigest(),
         "learner_sha256": hashlib.sha256((REPO / "bundle" / "learner.py").read_bytes()).hexdigest(),
         "default_train_ctas": fused_learner.DEFAULT_TRAIN_CTAS,
+        "grid_train_ctas": fused_learner.GRID_TRAIN_CTAS,
         "default_grid_warps": fused_learner.DEFAULT_GRID_WARPS,
     }
 
@@ -238,7 +239,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("fused_device: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
         return 2
-    from bundle.fused_learner import DEFAULT_TRAIN_CTAS  # noqa: PLC0415
+    from bundle.fused_learner import GRID_TRAIN_CTAS  # noqa: PLC0415
 
     result: dict = {"schema": "fused-device/2", "warmup": WARMUP, "repeats": REPEATS, "deadline_s": DEADLINE_S,
                     "timing": "perf_counter between torch.cuda.synchronize() calls, one invocation each, draw 0, "
@@ -248,7 +249,7 @@ def main() -> int:
     except Exception as exc:
         result["environment"] = _error(exc)
     result["timings"], result["draws"] = [], None
-    for kind, ident, args in _plan(DEFAULT_TRAIN_CTAS):
+    for kind, ident, args in _plan(GRID_TRAIN_CTAS):
         left = DEADLINE_S - (time.perf_counter() - started)
         if left < MIN_CHILD_S:
             record = {"skipped": f"{left:.0f} s left of the {DEADLINE_S:g} s deadline"}
@@ -274,7 +275,7 @@ def main() -> int:
         "peak_allocated_bytes": {_label(r): r.get("peak_allocated_bytes") for r in result["timings"]},
         "draw0_equal_frozen_hash": {_label(r): r.get("predictions_equal_frozen_hash") for r in result["timings"]},
         "errors": {_label(r): r["error"] for r in result["timings"] if r.get("error")},
-        "default_ctas": DEFAULT_TRAIN_CTAS,
+        "grid_ctas": GRID_TRAIN_CTAS,
         "draws_default_ctas_equal_frozen_hash": sum(bool(r.get("predictions_equal_frozen_hash")) for r in draws),
         "flips_per_draw_default_ctas": [r.get("flips_vs_frozen_file") for r in draws],
         "wall_s": time.perf_counter() - started,

@@ -243,7 +243,7 @@ def test_device_needs_the_matching_interpreter_mode():
 
 @pytest.mark.gpu
 @needs_triton
-@pytest.mark.parametrize("ctas", [1, fused_learner.DEFAULT_TRAIN_CTAS])
+@pytest.mark.parametrize("ctas", [1, fused_learner.GRID_TRAIN_CTAS])
 def test_gpu_all_draws_equal_frozen_predictions(record_property, ctas):
     """All 11 draws compiled on CUDA (single-CTA and the default multi-CTA kernel): predictions_sha256
     equal to the frozen ones; ms/task recorded."""
