@@ -538,6 +538,21 @@ def _profile_label(workspace: str, scope: str) -> str:
     return f"`{workspace}` {scope}"
 
 
+def _profile_lock_lines(ctx: _Context) -> list[str]:
+    """How the ncu runs held the board (their verified ``placement.gpu_lock`` scopes), with its caveat."""
+    scopes = sorted({str(v.get("scope")) for subject, v in _values(ctx.rep, "placement.gpu_lock").items()
+                     if subject.startswith("profile/") and isinstance(v, dict)})
+    if not scopes:
+        return []
+    text = {"process": "each fixture process held the board alone from before CUDA initialisation to its exit "
+                       "(the serialised measurement)",
+            "range": "the fixture processes shared the board while they prepared and each held it alone from its "
+                     "warm-ups to its exit (`--lock-scope range`). Measured on one H200, this way reads 0.1-0.8 % "
+                     "more L2 sectors per task than the serialised way, outside the serialised repeats' spread "
+                     "(docs/protocol.md 8.4): compare its L2 figures with that in mind"}
+    return [f"GPU lock of the ncu runs: {'; '.join(f'`{s}`: ' + text.get(s, 'unknown scope') for s in scopes)}.", ""]
+
+
 def _profiles(ctx: _Context, lines: list[str]) -> str | None:
     stats = _by_workspace(_values(ctx.rep, "profile.summary.mean_sd"))
     learner = next(iter(_values(ctx.rep, "profile.summary.learner").values()), None)
@@ -574,6 +589,7 @@ def _profiles(ctx: _Context, lines: list[str]) -> str | None:
     lines += ["", "Task scope: per complete task (S = 16 tasks in the range); training scope: per two-epoch "
               "training sequence. The L2 SD combines the read and write SDs as if independent. The original's "
               "`:4096:8` task profile ran on an 80 GB A100, the others on 40 GB boards.", ""]
+    lines += _profile_lock_lines(ctx)
     if not ctx.ran["profile"] or not grid_ours[0]:
         return None
     repeats = next(iter(_values(ctx.rep, "profile.summary.repeats").values()), {})

@@ -174,6 +174,7 @@ def test_report_for_the_real_archive(tmp_path, hidden_ncu_report):
     assert "| this run, H200, interleaved | `GPU-f6500d35` | `:16:8` | 5 | 315.7 | [312.4, 319.0] | 0.785 " in md
     assert "| `:4096:8` task | 8,675,600 ± 1,157,225 | 4,914,392 |" in md  # labels as in the figure
     assert "Aggregate: 98,208 of 110,000 correct (89.28 %)" in md
+    assert "GPU lock of the ncu runs: `range`: the fixture processes shared the board" in md  # its caveat, from the runs
     assert "| not run |" not in md and "False" not in md and "| None |" not in md and "CUDA None" not in md
     for png in ("accuracy.png", "peak_memory.png", "energy.png", "profiles.png"):
         assert (tmp_path / "rep" / png).stat().st_size > 10_000, png
