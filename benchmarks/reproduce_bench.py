@@ -16,8 +16,9 @@ Old and new differ where a phase's old way still exists (see docs/protocol.md §
 Two modes.
 
 ``run``: each requested way of each phase runs into its own run folder under ``--work``, native
-engine, this host's first GPU; every finished (phase, way) is appended to ``--json`` at once,
-with the board's UUID, so a call cut short keeps what it finished::
+engine, this host's first GPU; ``--json`` is rewritten after every finished (phase, way), with the
+board's UUID, so a call cut short keeps what it finished (a rerun with the same file starts it
+afresh)::
 
     PYTHONPATH=. python3 benchmarks/reproduce_bench.py run --phases qualify,profile --ways old,new --json a.json
 
@@ -108,6 +109,9 @@ def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 def cmd_run(args: argparse.Namespace) -> int:
     phases = _split(args.phases, PHASES, "phase(s)")
     ways = _split(args.ways, WAYS, "way(s)")
+    if args.work.exists() and not set(p.name for p in args.work.iterdir()) <= set(WAYS):
+        raise SystemExit(f"reproduce_bench: {args.work} holds more than this benchmark's old/new run folders: "
+                         "give an empty or new --work folder")
     shutil.rmtree(args.work, ignore_errors=True)
     board = first_board_uuid()
     payload = {"board_uuid": board, "rounds": args.rounds, "repeats": args.repeats, "rows": []}
@@ -146,21 +150,59 @@ def reproduce_phase_seconds(run_dir: Path) -> tuple[dict[str, float], set[str]]:
     return seconds, boards
 
 
+def _rows(path: Path) -> list[tuple[str, str, float, str | None]]:
+    """(phase, way, seconds, board) of a run-mode JSON file; SystemExit with one line when malformed."""
+    try:
+        payload = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"reproduce_bench: cannot read {path} ({exc}): give run-mode JSON files") from None
+    rows = payload.get("rows") if isinstance(payload, dict) else None
+    if not isinstance(rows, list):
+        raise SystemExit(f"reproduce_bench: {path} has no 'rows' list: give a JSON file that 'run' wrote")
+    out = []
+    for k, row in enumerate(rows):
+        ok = (isinstance(row, dict) and row.get("phase") in PHASES and row.get("way") in WAYS
+              and isinstance(row.get("seconds"), (int, float)) and not isinstance(row.get("seconds"), bool)
+              and row["seconds"] > 0)
+        if not ok:
+            raise SystemExit(f"reproduce_bench: {path} row {k} is not a phase ({','.join(PHASES)}), a way "
+                             f"({','.join(WAYS)}) and positive seconds: {row!r}")
+        out.append((row["phase"], row["way"], float(row["seconds"]), row.get("board_uuid")))
+    return out
+
+
+def profile_way(run_dir: Path) -> str | None:
+    """How the run folder's profile held the board (``placement.gpu_lock_scope``, else the runs' text), or None."""
+    path = run_dir / "profile" / "profiles.json.gz"
+    if not path.is_file():
+        return None
+    placement = json.loads(gzip.decompress(path.read_bytes())).get("placement") or {}
+    from bundle.phases.profile import GPU_LOCK_TEXT
+
+    scope = placement.get("gpu_lock_scope") or next(
+        (k for k, text in GPU_LOCK_TEXT.items() if text == placement.get("gpu_lock")), "unknown scope")
+    return f"--lock-scope {scope}, {placement.get('ncu_runs_started_at_once_per_board')} at once"
+
+
 def cmd_table(args: argparse.Namespace) -> int:
+    if not args.files and args.new_from is None:
+        raise SystemExit("reproduce_bench: nothing to table: give run-mode JSON files and/or --new-from RUN_DIR")
     figures: dict[tuple[str, str], float] = {}
     boards: set[str | None] = set()
     for path in args.files:
-        try:
-            payload = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"reproduce_bench: cannot read {path} ({exc}): give run-mode JSON files") from None
-        for row in payload.get("rows", []):
-            figures[(row["phase"], row["way"])] = float(row["seconds"])
-            boards.add(row.get("board_uuid"))
+        for phase, way, seconds, board in _rows(path):
+            figures[(phase, way)] = seconds
+            boards.add(board)
+    notes = {}
     if args.new_from is not None:
         seconds, run_boards = reproduce_phase_seconds(args.new_from)
+        if not run_boards:
+            raise SystemExit(f"reproduce_bench: {args.new_from}'s reproduce invocations name no board (run without "
+                             "--gpus): its phases cannot be tied to the board of the old ways")
         boards |= run_boards
         figures.update({(phase, "new"): s for phase, s in seconds.items()})
+        if "profile" in seconds:
+            notes["profile"] = profile_way(args.new_from)
     if len(boards) != 1 or None in boards:
         raise SystemExit(f"reproduce_bench: the figures come from boards {sorted(map(str, boards))}: old and new "
                          "must be measured on one board")
@@ -168,13 +210,19 @@ def cmd_table(args: argparse.Namespace) -> int:
     for phase in PHASES:
         new = figures.get((phase, "new"))
         if new is None:
+            if (phase, "old") in figures:
+                print(f"{phase:9s} old {figures[(phase, 'old')]:8.1f} s   new        — s   (no new figure)")
             continue
         old = figures.get((phase, "old"))
         rows.append({"phase": phase, "old_s": old, "new_s": new,
-                     "new_over_old": None if old is None else round(new / old, 3)})
+                     "new_over_old": None if old is None else round(new / old, 3),
+                     **({"new_way": notes[phase]} if notes.get(phase) else {})})
         old_text = "       —" if old is None else f"{old:8.1f}"
         ratio = "     —" if old is None else f"{new / old:6.3f}"
-        print(f"{phase:9s} old {old_text} s   new {new:8.1f} s   new/old {ratio}")
+        note = f"   (new: {notes[phase]})" if notes.get(phase) else ""
+        print(f"{phase:9s} old {old_text} s   new {new:8.1f} s   new/old {ratio}{note}")
+    if not rows:
+        raise SystemExit("reproduce_bench: no phase has a new figure: add a run-mode file with 'new' rows or --new-from")
     with_old = [r for r in rows if r["old_s"] is not None]
     total_new = sum(r["new_s"] for r in rows)
     total_old = sum(r["old_s"] if r["old_s"] is not None else r["new_s"] for r in rows)

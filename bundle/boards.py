@@ -15,9 +15,11 @@ placement use such fake ids). No torch here.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from bundle.errors import BundleError
@@ -171,6 +173,36 @@ def placement_env(board: Board | None, lock_path: str | None = None, ticket: int
         if lock_scope != "process":
             env[LOCK_SCOPE_ENV] = lock_scope
     return env
+
+
+def update_turn(turn_path: str | Path, value: int, *, only_if_below: bool) -> int:
+    """Read-modify-write a GPU lock's turn file (``<lock>.turn``) under its guard (``<turn>.guard``, flock).
+
+    The turn file holds the ticket whose job may take the lock next, or ``-1`` once a job failed.
+    Writes *value* unless the turn is ``-1`` (a failure is never overwritten) or, with
+    *only_if_below*, the turn is already at least *value*. The phase's host (advancing past a job
+    that ended, or writing ``-1``) and each fixture process (advancing past itself) both go through
+    here, so neither can overwrite the other's write. Returns the turn read before (0 for a missing
+    or unreadable file).
+
+    Raises:
+        OSError: the guard or turn file cannot be used.
+    """
+    import fcntl  # noqa: PLC0415  (POSIX; the phases run on Linux)
+
+    from bundle import archive  # noqa: PLC0415
+
+    turn_path = Path(turn_path)
+    fd = os.open(f"{turn_path}.guard", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = turn_path.read_text().strip() if turn_path.is_file() else ""
+        current = int(text) if re.fullmatch(r"-?[0-9]+", text) else 0
+        if current != -1 and not (only_if_below and current >= value):
+            archive.atomic_write_bytes(turn_path, f"{value}\n".encode())
+        return current
+    finally:
+        os.close(fd)
 
 
 def parse_board_list(text: str | None) -> list[Board]:

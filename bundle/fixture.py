@@ -147,9 +147,11 @@ def acquire_gpu_lock(timeline: Timeline, mode: str = "measure") -> dict[str, Any
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(fd, fcntl.LOCK_SH if scope == "range" else fcntl.LOCK_EX)
         if ticket is not None:
-            from bundle import archive  # noqa: PLC0415
+            from bundle.boards import update_turn  # noqa: PLC0415
 
-            archive.atomic_write_bytes(turn_path, f"{ticket + 1}\n".encode())
+            if update_turn(turn_path, ticket + 1, only_if_below=False) == -1:
+                raise BundleError(f"an earlier job of {path} failed while this one took the lock (turn file "
+                                  f"{turn_path}): this job is not run; fix that job and rerun the phase")
     except OSError as exc:
         raise BundleError(f"cannot take the GPU lock {path} ({exc.strerror}): check that the run folder is "
                           "writable from the job") from None

@@ -31,6 +31,25 @@ PYTHON_PLACEHOLDER = "{python}"
 WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
+_RUNNING: set[int] = set()  # process-group ids of the jobs SubprocessEngine is running (kill_running_jobs)
+_RUNNING_GUARD = threading.Lock()
+
+
+def kill_running_jobs() -> int:
+    """SIGKILL the process group of every job :class:`SubprocessEngine` is running now; how many.
+
+    For an interrupted phase whose jobs run on worker threads: each job's process runs in its own
+    session (so a terminal's Ctrl-C reaches only this process), and the threads' ``run`` calls then
+    return with the killed jobs' exit codes.
+    """
+    with _RUNNING_GUARD:
+        groups = sorted(_RUNNING)
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(groups)
 
 
 @dataclass(frozen=True)
@@ -196,6 +215,8 @@ class SubprocessEngine:
             raise BundleError(
                 f"cannot start job {spec.name} ({argv[0]}: {exc.strerror}): check that the program is installed"
             ) from None
+        with _RUNNING_GUARD:
+            _RUNNING.add(proc.pid)
         out, err = _BoundedText(self.output_limit_bytes), _BoundedText(self.output_limit_bytes)
         lock = threading.Lock()
         threads = [
@@ -222,6 +243,9 @@ class SubprocessEngine:
                 pass
             proc.wait()
             raise
+        finally:
+            with _RUNNING_GUARD:
+                _RUNNING.discard(proc.pid)
         for thread in threads:
             thread.join(timeout=10)
         if timed_out:

@@ -142,7 +142,6 @@ ATTESTATIONS: tuple[Attestation, ...] = (
     Attestation(RUN, "energy/interleaved*.json.gz", "settings.designs_at_once", _TEXT),
     Attestation(RUN, "energy/interleaved*.json.gz", "regenerated.*",
                 "why and when a derived summary was rewritten from unchanged records, and the replaced file's sha256"),
-    Attestation(RUN, "profile/profiles.json.gz", "placement.gpu_lock", _TEXT),
     Attestation(RUN, "profile/profiles.json.gz", "placement.ncu_runs_started_at_once_per_board",
                 "how many ncu runs the phase started at once: a setting of the writer; each run's own lock record "
                 "and timeline are checked"),

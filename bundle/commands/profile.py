@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         lock_scope: Annotated[str, typer.Option(
             "--lock-scope", help="process: each fixture process holds the board alone from before CUDA "
                                  "initialisation to exit (the protocol's measurement); range: preparations "
-                                 "share it, each range alone (faster; measured to read up to ~1 % more L2 "
+                                 "share it, each range alone (faster; measured to read 0.1-1.4 % more L2 "
                                  "sectors)")] = LOCK_SCOPE_DEFAULT,
     ) -> None:
         """Profile {:4096:8, :16:8} x {task, training} under ncu, R repeats each, interleaved."""

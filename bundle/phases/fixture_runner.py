@@ -171,8 +171,11 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
     here, so the jobs hold the GPU in this order. With ``width == 1`` the jobs run one after another.
 
     Failure: the first job that raises stops the rest. Jobs not yet started are cancelled, the turn
-    file is set to ``-1`` (waiting processes refuse to run), running jobs are waited for, then the
-    first exception is raised.
+    file is set to ``-1`` (processes still waiting for their turn refuse to run; one already past its
+    turn check, such as a pre-started job that took the lock as the failed one exited, runs to its
+    end), running jobs are waited for, then the first exception is raised. An interrupt (Ctrl-C)
+    while jobs run sets the turn to ``-1``, cancels what has not started and kills the process
+    groups of the jobs :class:`bundle.jobs.SubprocessEngine` is running, then re-raises.
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
@@ -181,12 +184,10 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
     def set_turn(value: int, *, only_if_below: bool) -> None:
         if turn_file is None:
             return
+        from bundle.boards import update_turn  # noqa: PLC0415
+
         with guard:
-            text = turn_file.read_text().strip() if turn_file.is_file() else ""
-            current = int(text) if text.lstrip("-").isdigit() else 0
-            if current == -1 or (only_if_below and current >= value):
-                return
-            archive.atomic_write_bytes(turn_file, f"{value}\n".encode())
+            update_turn(turn_file, value, only_if_below=only_if_below)
 
     def wrapped(k: int, job: Callable[[], Any]) -> Any:
         try:
@@ -208,7 +209,16 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
     pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="fixture")
     try:
         futures = [pool.submit(wrapped, k, job) for k, job in enumerate(jobs)]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        except BaseException:  # Ctrl-C (the jobs' processes run in their own sessions: it does not reach them)
+            from bundle.jobs import kill_running_jobs  # noqa: PLC0415
+
+            set_turn(-1, only_if_below=False)
+            for future in futures:
+                future.cancel()
+            kill_running_jobs()
+            raise
         failed = [f for f in futures if f in done and f.exception() is not None]
         if failed:
             set_turn(-1, only_if_below=False)

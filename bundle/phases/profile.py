@@ -47,9 +47,10 @@ MIN_REPEATS = 3
 # two runs are started at once (the second one's ncu, interpreter and imports overlap, CPU only).
 # "range": the lock is shared during CUDA initialisation and preparation and exclusive from the
 # warm-ups on; all twelve runs start at once. Measured on one H200 (GPU-f6500d35, 2026-12-01,
-# docs/report-h200-20261201-r2/HISTORY.md) the range way reads 0.1-0.8 % more L2 sectors per task
-# than the serialised way, outside the serialised repeats' 0.02 % spread: it is faster but not
-# the protocol's measurement, so the default is "process".
+# docs/report-h200-20261201-r2/HISTORY.md) the range way's :16:8 task repeats read 0.1-0.8 % more
+# L2 request bytes per task than the serialised way's on the same board, outside the serialised
+# repeats' 0.02 % spread (0.0-1.4 % over all four profiles against another board's serialised
+# run): it is faster but not the protocol's measurement, so the default is "process".
 LOCK_SCOPE_DEFAULT = "process"
 DEFAULT_OVERLAP = {"process": 2, "range": 12}  # ncu runs started at once per board, per lock scope
 DRAW_INDEX = 0  #: the original profiled draw 0
@@ -464,6 +465,11 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 if staged != learner:
                     raise BundleError(f"{stage.path} holds run {run.name} of learner {staged}, not {learner}: "
                                       f"resume with --learner {staged}, or start over with --force")
+                staged_scope = (((records[run.name].get("fixture") or {}).get("placement") or {}).get("gpu_lock")
+                                or {}).get("scope", "process")
+                if staged_scope != lock_scope:
+                    raise BundleError(f"{stage.path} holds run {run.name} made with --lock-scope {staged_scope}, not "
+                                      f"{lock_scope}: resume with --lock-scope {staged_scope}, or start over with --force")
                 resumed.append(run.name)
                 if on_run is not None:
                     on_run(run, index, len(runs))

@@ -71,3 +71,41 @@ def test_python_override(tmp_path):
     result = SubprocessEngine(python=sys.executable).run(
         JobSpec("t/py", ("{python}", "-c", "import sys; print(sys.executable)"), {}, tmp_path))
     assert result.stdout.strip() == sys.executable
+
+
+def test_interrupt_kills_the_running_jobs_of_an_overlapped_phase(tmp_path) -> None:
+    """Ctrl-C while two jobs run on worker threads: their process groups are killed and the turn reads -1."""
+    import signal
+    import time
+
+    from bundle.jobs import JobSpec, SubprocessEngine
+    from bundle.phases.fixture_runner import run_overlapped
+
+    engine, turn = SubprocessEngine(), tmp_path / "gpu.lock.turn"
+    jobs = [lambda k=k: engine.run(JobSpec(f"sleep-{k}", ("{python}", "-c", "import time; time.sleep(60)"), {},
+                                           tmp_path)) for k in range(3)]
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_overlapped(jobs, 2, turn)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 20  # not the jobs' 60 s
+    assert turn.read_text().strip() == "-1"
+
+
+def test_update_turn_never_overwrites_a_failure(tmp_path) -> None:
+    from bundle.boards import update_turn
+
+    turn = tmp_path / "gpu.lock.turn"
+    assert update_turn(turn, 1, only_if_below=False) == 0 and turn.read_text() == "1\n"
+    assert update_turn(turn, 1, only_if_below=True) == 1 and turn.read_text() == "1\n"  # already there
+    assert update_turn(turn, -1, only_if_below=False) == 1 and turn.read_text() == "-1\n"
+    assert update_turn(turn, 2, only_if_below=False) == -1 and turn.read_text() == "-1\n"  # a job past its check

@@ -227,3 +227,6 @@ def test_resuming_with_another_learner_is_refused(tmp_path: Path, fake_ncu: Path
     monkeypatch.setattr(phase, "profile_once", real_once)
     with pytest.raises(BundleError, match="of learner rev88, not rev88-fused: resume with --learner rev88"):
         phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), learner="rev88-fused")
+    # nor with another GPU lock scope: the summary names one scope for every run
+    with pytest.raises(BundleError, match="made with --lock-scope process, not range: resume with --lock-scope process"):
+        phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), lock_scope="range")

@@ -94,3 +94,25 @@ def test_profile_summary_lock_scope_must_be_the_runs(tmp_path: Path, scope: str,
     forge_record(root, "profile/profiles.json.gz", lambda rec: rec["placement"].update(gpu_lock_scope=scope))
     statuses = check_statuses(root).get("profile.summary.gpu_lock_scope", set())
     assert statuses == ({"FAIL"} if fails else {"PASS"}), statuses
+
+
+def _process_text(rec: dict) -> None:
+    from bundle.phases.profile import GPU_LOCK_TEXT
+
+    rec["placement"]["gpu_lock"] = GPU_LOCK_TEXT["process"]  # claims the serialised lock; the runs shared it
+    rec["placement"]["ncu_runs_started_at_once_per_board"] = 2
+
+
+def _no_lock(rec: dict) -> None:
+    rec["fixture"]["placement"]["gpu_lock"] = None
+
+
+@pytest.mark.parametrize(("rel", "change"), [("profile/profiles.json.gz", _process_text),
+                                             ("profile/workspace-16-8-task-r02.json.gz", _no_lock)])
+def test_profile_summary_lock_text_must_be_the_runs(tmp_path: Path, rel: str, change) -> None:
+    """Without ``gpu_lock_scope`` (older archives), the lock sentence still has to be the runs' scope's."""
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, rel, change)
+    statuses = check_statuses(root)
+    assert statuses.get("profile.summary.gpu_lock_text") == {"FAIL"}, statuses.get("profile.summary.gpu_lock_text")
+    assert "run.fields.profile.error" not in statuses  # a null lock record is a verdict, not a crash

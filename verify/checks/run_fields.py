@@ -750,16 +750,37 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
         out.append(check_equal("profile.summary.learner", w, summary.get("learner"),
                                json.loads(learners.pop()) if len(learners) == 1 else "one learner for every run",
                                what="the learner every run's fixture named (absent: the frozen rev88)"))
-        placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
-        if "gpu_lock_scope" in placement:  # absent before 2026-12-01 evening: then every run's own scope stands alone
-            scopes = sorted({str(((rec.get("fixture") or {}).get("placement") or {}).get("gpu_lock", {}).get("scope"))
-                             for _, rec in runs})
-            out.append(check_equal("profile.summary.gpu_lock_scope", w, placement.get("gpu_lock_scope"),
-                                   scopes[0] if len(scopes) == 1 else f"one scope for every run (runs: {scopes})",
-                                   what="the GPU lock scope every run's fixture recorded"))
+        out += _summary_lock_checks(w, summary, runs)
         resumed = get_list(summary, "resumed_runs", w)
         out.append(check_true("profile.summary.resumed_runs", w, all(r in get_list(summary, "order", w) for r in resumed),
                               f"resumed runs {resumed} are not runs of the phase", recorded=resumed))
+    return out
+
+
+def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]:
+    """``profiles.json.gz`` ``placement``: its lock scope and lock text against every run's own lock record.
+
+    The runs' scope is each fixture's ``placement.gpu_lock.scope`` (``process`` when the record has a
+    lock without a scope, as before scopes existed). ``gpu_lock_scope`` (absent before 2026-12-01
+    evening) must name it, and the ``gpu_lock`` sentence must be the writer's sentence for it
+    (``bundle.phases.profile.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
+    """
+    from bundle.phases.profile import GPU_LOCK_TEXT  # noqa: PLC0415 - torch-free at import
+
+    placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
+    scopes = set()
+    for _, rec in runs:
+        lock = (((rec.get("fixture") or {}).get("placement") or {}).get("gpu_lock"))
+        scopes.add(str(lock.get("scope", "process")) if isinstance(lock, dict) else "no lock record")
+    one = scopes.pop() if len(scopes) == 1 else f"one scope for every run (runs: {sorted(scopes)})"
+    out = []
+    if "gpu_lock_scope" in placement:
+        out.append(check_equal("profile.summary.gpu_lock_scope", w, placement.get("gpu_lock_scope"), one,
+                               what="the GPU lock scope every run's fixture recorded"))
+    if "gpu_lock" in placement:
+        out.append(check_equal("profile.summary.gpu_lock_text", w, placement.get("gpu_lock"),
+                               GPU_LOCK_TEXT.get(one, f"the sentence of a known scope ({', '.join(GPU_LOCK_TEXT)})"),
+                               what="the lock sentence of the runs' scope (bundle.phases.profile.GPU_LOCK_TEXT)"))
     return out
 
 

@@ -1,0 +1,57 @@
+"""benchmarks/reproduce_bench.py ``table``: the shipped same-board measurements, and bad inputs as one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+BENCH = REPO_ROOT / "benchmarks" / "reproduce_bench.py"
+MEASURED = REPO_ROOT / "docs" / "measurements" / "reproduce-bench-20261201"
+RUN = REPO_ROOT / "evidence" / "h200-20261201-r2"
+
+
+def _table(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH), "table", *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_table_of_the_shipped_measurements_against_the_archive(tmp_path: Path) -> None:
+    out = tmp_path / "table.json"
+    res = _table(*map(str, sorted(MEASURED.glob("bench-*.json"))), "--new-from", str(RUN), "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    rows = {r["phase"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rows["qualify"]["old_s"] == 89.525 and rows["qualify"]["new_s"] == 17.115
+    assert rows["compare"]["new_over_old"] < 1 and rows["energy"]["old_s"] is None
+    assert rows["profile"]["new_way"] == "--lock-scope range, 12 at once"  # the way the archive's profile ran
+    assert "board GPU-f6500d35-939e-034a-0ef8-b6d248daf52c" in res.stdout
+
+
+def _write(tmp_path: Path, name: str, payload) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+@pytest.mark.parametrize(("payload", "message"), [
+    ([1], "has no 'rows' list"),
+    ({"rows": [{"phase": "qualify", "way": "old"}]}, "row 0 is not a phase"),
+    ({"rows": [{"phase": "qualify", "way": "old", "seconds": 0}]}, "positive seconds"),
+    ({"rows": [{"phase": "Profile", "way": "old", "seconds": 5.0}]}, "row 0 is not a phase"),
+])
+def test_malformed_rows_are_one_line(tmp_path: Path, payload, message: str) -> None:
+    res = _table(_write(tmp_path, "bad.json", payload))
+    assert res.returncode != 0 and message in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_figures_of_two_boards_are_refused(tmp_path: Path) -> None:
+    other = _write(tmp_path, "other.json", {"rows": [{"phase": "qualify", "way": "old", "seconds": 80.0,
+                                                      "board_uuid": "GPU-other"}]})
+    res = _table(other, "--new-from", str(RUN))
+    assert res.returncode != 0 and "must be measured on one board" in res.stderr, res.stderr
+    assert _table().returncode != 0
