@@ -33,12 +33,9 @@ does not fit in one device call beside the old ways. It refuses figures from dif
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -92,10 +89,9 @@ def first_board_uuid() -> str | None:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".part") as handle:
-        json.dump(payload, handle, indent=1)
-    os.replace(handle.name, path)
+    from bundle.archive import atomic_write_bytes
+
+    atomic_write_bytes(path, json.dumps(payload, indent=1).encode())
 
 
 def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -135,10 +131,13 @@ def reproduce_phase_seconds(run_dir: Path) -> tuple[dict[str, float], set[str]]:
         SystemExit: no readable ``environment.json.gz`` or no reproduce invocation in it.
     """
     path = run_dir / "environment.json.gz"
+    from bundle.archive import read_json_gz
+    from bundle.errors import BundleError
+
     try:
-        env = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"reproduce_bench: cannot read {path} ({exc}): give a rev88 reproduce run folder") from None
+        env = read_json_gz(path)
+    except BundleError as exc:
+        raise SystemExit(f"reproduce_bench: {exc}: give a rev88 reproduce run folder") from None
     seconds, boards = {}, set()
     for inv in env.get("reproduce_invocations") or []:
         for phase in inv.get("phases") or []:
@@ -176,7 +175,9 @@ def profile_way(run_dir: Path) -> str | None:
     path = run_dir / "profile" / "profiles.json.gz"
     if not path.is_file():
         return None
-    placement = json.loads(gzip.decompress(path.read_bytes())).get("placement") or {}
+    from bundle.archive import read_json_gz
+
+    placement = read_json_gz(path).get("placement") or {}
     from bundle.phases.profile import GPU_LOCK_TEXT
 
     scope = placement.get("gpu_lock_scope") or next(

@@ -14,7 +14,7 @@ import typer
 
 from bundle.commands import checked_engine, one_line_errors
 from bundle.errors import BundleError
-from bundle.phases.profile import DEFAULT_OVERLAP, LOCK_SCOPE_DEFAULT
+from bundle.phases.profile import DEFAULT_OVERLAP, LOCK_SCOPE_DEFAULT, resolve_overlap
 
 
 def register(app: typer.Typer) -> None:
@@ -57,10 +57,7 @@ def register(app: typer.Typer) -> None:
         total = len(plan_runs(repeats))  # validates --repeats before anything starts
         if learner not in LEARNERS:
             raise BundleError(f"unknown --learner {learner!r}: choose one of {', '.join(LEARNERS)}")
-        if overlap is not None and overlap < 1:
-            raise BundleError(f"--overlap {overlap}: give 1 or more ncu runs at once")
-        if lock_scope not in DEFAULT_OVERLAP:
-            raise BundleError(f"--lock-scope {lock_scope!r}: choose one of {', '.join(DEFAULT_OVERLAP)}")
+        resolve_overlap(lock_scope, overlap)  # bad --lock-scope / --overlap fail before anything starts
         job_engine = checked_engine("profile", engine="native", device="cuda", out=out, command="rev88 profile",
                                     ncu=ncu)
         console = Console(stderr=True)

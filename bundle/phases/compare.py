@@ -254,10 +254,11 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
                 if device == "cuda" and prestart_next else None)
 
         def job(ticket: int, workspace: str, output: Path) -> tuple[str, dict[str, Any]]:
+            name = f"{PHASE}/{workspace_stem(workspace)}"
             if on_job is not None:
-                on_job(f"{PHASE}/{output.name[:-len('.json.gz')]}")
-            spec = fixture_job(f"{PHASE}/{output.name[:-len('.json.gz')]}", engine=engine, npz=npz, config=cfg,
-                               output=output, workspace=workspace, device=device)
+                on_job(name)
+            spec = fixture_job(name, engine=engine, npz=npz, config=cfg, output=output, workspace=workspace,
+                               device=device)
             if lock is not None:
                 spec = dataclasses.replace(spec, env={**spec.env, **placement_env(None, lock, ticket)})
             return workspace, run_fixture_job(engine, spec, output, on_line)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import threading
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -179,15 +178,12 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
-    guard = threading.Lock()
-
     def set_turn(value: int, *, only_if_below: bool) -> None:
         if turn_file is None:
             return
-        from bundle.boards import update_turn  # noqa: PLC0415
+        from bundle.boards import update_turn  # noqa: PLC0415  (its flock also orders this process's threads)
 
-        with guard:
-            update_turn(turn_file, value, only_if_below=only_if_below)
+        update_turn(turn_file, value, only_if_below=only_if_below)
 
     def wrapped(k: int, job: Callable[[], Any]) -> Any:
         try:

@@ -53,6 +53,27 @@ MIN_REPEATS = 3
 # run): it is faster but not the protocol's measurement, so the default is "process".
 LOCK_SCOPE_DEFAULT = "process"
 DEFAULT_OVERLAP = {"process": 2, "range": 12}  # ncu runs started at once per board, per lock scope
+
+
+def resolve_overlap(lock_scope: str, overlap: int | None) -> int:
+    """The ncu runs to start at once per board for *lock_scope* (``--overlap``, default :data:`DEFAULT_OVERLAP`).
+
+    Raises:
+        BundleError: an unknown lock scope, or *overlap* below 1.
+    """
+    if lock_scope not in DEFAULT_OVERLAP:
+        raise BundleError(f"--lock-scope must be one of {', '.join(DEFAULT_OVERLAP)} (got --lock-scope {lock_scope!r})")
+    overlap = DEFAULT_OVERLAP[lock_scope] if overlap is None else overlap
+    if overlap < 1:
+        raise BundleError(f"--overlap {overlap}: give 1 or more ncu runs at once")
+    return overlap
+
+
+def lock_scope_of(fixture: dict[str, Any]) -> str | None:
+    """The GPU lock scope a fixture record's process held (``process`` for a lock record without one,
+    as before scopes existed), or ``None`` when it records no lock."""
+    lock = (fixture.get("placement") or {}).get("gpu_lock")
+    return str(lock.get("scope", "process")) if isinstance(lock, dict) else None
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
 QUERY_TIMEOUT_S = 600.0
@@ -417,11 +438,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     """
     if keep_reports not in ("first", "all"):
         raise BundleError(f"--keep-reports must be 'first' or 'all' (got {keep_reports!r})")
-    if lock_scope not in DEFAULT_OVERLAP:
-        raise BundleError(f"--lock-scope must be one of {', '.join(DEFAULT_OVERLAP)} (got {lock_scope!r})")
-    overlap = DEFAULT_OVERLAP[lock_scope] if overlap is None else overlap
-    if overlap < 1:
-        raise BundleError(f"--overlap {overlap}: give 1 or more ncu runs at once")
+    overlap = resolve_overlap(lock_scope, overlap)
     runs = plan_runs(repeats)
     started = time.monotonic()
     run_archive = archive.RunArchive(run_dir)
@@ -465,8 +482,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
                 if staged != learner:
                     raise BundleError(f"{stage.path} holds run {run.name} of learner {staged}, not {learner}: "
                                       f"resume with --learner {staged}, or start over with --force")
-                staged_scope = (((records[run.name].get("fixture") or {}).get("placement") or {}).get("gpu_lock")
-                                or {}).get("scope", "process")
+                staged_scope = lock_scope_of(records[run.name].get("fixture") or {}) or "process"
                 if staged_scope != lock_scope:
                     raise BundleError(f"{stage.path} holds run {run.name} made with --lock-scope {staged_scope}, not "
                                       f"{lock_scope}: resume with --lock-scope {staged_scope}, or start over with --force")

@@ -765,13 +765,10 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     evening) must name it, and the ``gpu_lock`` sentence must be the writer's sentence for it
     (``bundle.phases.profile.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
     """
-    from bundle.phases.profile import GPU_LOCK_TEXT  # noqa: PLC0415 - torch-free at import
+    from bundle.phases.profile import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415 - torch-free at import
 
     placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
-    scopes = set()
-    for _, rec in runs:
-        lock = (((rec.get("fixture") or {}).get("placement") or {}).get("gpu_lock"))
-        scopes.add(str(lock.get("scope", "process")) if isinstance(lock, dict) else "no lock record")
+    scopes = {lock_scope_of(rec.get("fixture") or {}) or "no lock record" for _, rec in runs}
     one = scopes.pop() if len(scopes) == 1 else f"one scope for every run (runs: {sorted(scopes)})"
     out = []
     if "gpu_lock_scope" in placement:
