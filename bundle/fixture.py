@@ -689,7 +689,8 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     if learner_name == "rev88-fused":
         from bundle import fused_learner  # noqa: PLC0415
 
-        task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device)
+        task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device,
+                                       ctas=fused_learner.train_ctas_from_env())
         learner_block = {"name": learner_name, "kernel_source_sha256": fused_learner.kernel_source_sha256(),
                          "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted,
                          "train_programs": task.ctas, "train_num_warps": task.num_warps}

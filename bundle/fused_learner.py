@@ -11,8 +11,10 @@ initial weights come from :func:`bundle.learner.build_model`, the orders from
      reset from the initial copy, then all 158 momentum-SGD updates (2 epochs × 79 batches of
      128, the last of 16) by that one CTA, its weights, velocities and staging tiles in a small
      work buffer (bundle/fused_kernels.py, "Layouts"), the current batch's activations in registers;
-   * ``ctas=G >= 2`` (proposed :data:`GRID_TRAIN_CTAS`; the default stays ``ctas=1`` until the
-     multi-CTA kernel has run on a GPU): :func:`bundle.fused_kernels.grid_train_kernel`
+   * ``ctas=G >= 2`` (measured :data:`GRID_TRAIN_CTAS` = 8, chosen per host with
+     ``$REV88_FUSED_CTAS``, :func:`train_ctas_from_env`; on an H200 2.8x faster than ``ctas=1`` with
+     all 11 draws bit-equal, but more idle-adjusted mJ/task, so ``ctas=1`` stays the default):
+     :func:`bundle.fused_kernels.grid_train_kernel`
      over G programs, each batch's rows split between them (cdiv(batch, G) rows each): partial
      gradients per program, a grid barrier, then every program sums the G partials in the same
      order and updates its own copy of the state. On the GPU that is a memset of the barrier's
@@ -45,8 +47,10 @@ e.g. in a fresh process. ``device="cpu"`` needs it on, ``device="cuda"`` needs i
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +58,7 @@ import torch
 
 from bundle.data import array_sha256
 from bundle.errors import BundleError
+from bundle.jobs import FUSED_CTAS_ENV
 from bundle.learner import (
     FROZEN_CONFIG,
     HALF,
@@ -76,8 +81,9 @@ PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
 DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
-DEFAULT_TRAIN_CTAS = 1    # training programs by default: the single-CTA kernel, the one measured on a GPU
-GRID_TRAIN_CTAS = 8       # the multi-CTA kernel's proposed G: 8 × 16 rows of a 128-row batch (not yet run on a GPU)
+DEFAULT_TRAIN_CTAS = 1    # training programs by default: the single-CTA kernel, the least idle-adjusted mJ/task measured
+GRID_TRAIN_CTAS = 8       # the multi-CTA kernel's measured G (REV88_FUSED_CTAS=8): 8 × 16 rows of a 128-row batch,
+                          # 11 draws bit-equal and 2.8x faster on an H200, but more idle-adjusted mJ/task (docs/report-h200-fused-20261201-g8)
 DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
 GRID_REDUCE_BLOCK = 1024  # floats per chunk of the multi-CTA update loop on the GPU (whole state in the interpreter)
 GRID_SPIN_LIMIT = 1 << 22  # counter reads before a grid-barrier wait gives up (seconds on an H200, not minutes)
@@ -87,7 +93,7 @@ TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all
 # TIMING_SCOPE above is read literally by the verifier (verify/checks/fields.py); with ctas >= 2 the
 # "train_kernel launch" is the grid kernel's launch preceded by the memset of its barrier counter.
 
-__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "GRID_TRAIN_CTAS", "FusedTask", "kernel_source_sha256", "interpreter_active",
+__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "GRID_TRAIN_CTAS", "FusedTask", "train_ctas_from_env", "kernel_source_sha256", "interpreter_active",
            "triton_version", "work_floats", "grid_work_floats", "grid_shape", "grid_state_map"]
 
 
@@ -195,6 +201,31 @@ def _host(t: torch.Tensor) -> np.ndarray:
 
 def _next_pow2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
+
+
+def train_ctas_from_env(environ: Mapping[str, str] | None = None) -> int:
+    """The training programs (CTAs) a fixture process gives :class:`FusedTask`.
+
+    ``$REV88_FUSED_CTAS`` (:data:`bundle.jobs.FUSED_CTAS_ENV`) when set, else
+    :data:`DEFAULT_TRAIN_CTAS`. Every record of the learner names what ran (its ``learner`` block's
+    ``train_programs``), and the verifier requires one value across an archive.
+
+    Args:
+        environ: the environment to read (default ``os.environ``).
+
+    Returns:
+        A positive int.
+
+    Raises:
+        BundleError: the variable is set but not a positive decimal int.
+    """
+    raw = (os.environ if environ is None else environ).get(FUSED_CTAS_ENV)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_TRAIN_CTAS
+    if not re.fullmatch(r"[1-9][0-9]{0,3}", raw.strip()):
+        raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a positive int: set it to the rev88-fused training "
+                          f"programs (1 = the single-CTA kernel, {GRID_TRAIN_CTAS} = the measured multi-CTA one) or unset it")
+    return int(raw.strip())
 
 
 class FusedTask:

@@ -29,6 +29,9 @@ from bundle.errors import BundleError
 
 PYTHON_PLACEHOLDER = "{python}"
 WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
+#: The rev88-fused learner's training programs (bundle.fused_learner.train_ctas_from_env); the
+#: phases forward it from the host into every fixture job (bundle.phases.fixture_runner.engine_env).
+FUSED_CTAS_ENV = "REV88_FUSED_CTAS"
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
 _RUNNING: set[int] = set()  # process-group ids of the jobs SubprocessEngine is running (kill_running_jobs)

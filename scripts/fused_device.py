@@ -17,12 +17,12 @@ a hung grid barrier costs that child only; the parent never launches a kernel):
   median of ``REPEATS`` invocations after ``WARMUP``, each timed with ``time.perf_counter``
   between two ``torch.cuda.synchronize()``; and whether the state bits after timing equal
   those after the first invocation.
-* one ``draws`` child: all 11 draws with the proposed G (:data:`bundle.fused_learner.GRID_TRAIN_CTAS`):
+* one ``draws`` child: all 11 draws with the multi-CTA G (:data:`bundle.fused_learner.GRID_TRAIN_CTAS`):
   predictions_sha256 against the frozen one and flips against the frozen prediction files
   (evidence/rev88-original/predictions).
 
 A child starts only while ``DEADLINE_S`` allows (its timeout is cut to what is left), in
-priority order: frozen, ctas=1, the proposed G, the draws check, the rest of the sweep, warps.
+priority order: frozen, ctas=1, that G, the draws check, the rest of the sweep, warps.
 Writes ``$OUT/fused-device.json`` (``./fused-device.json`` without ``OUT``) and prints a summary.
 
 ``--child timing --learner frozen|fused [--ctas N] [--warps N]`` and ``--child draws --ctas N``

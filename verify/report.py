@@ -517,6 +517,15 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
     correct = next(iter(_values(ctx.rep, "accuracy.aggregate.correct").values()), None)
     lines += ["", f"Qualification in this archive ({ctx.label('qualify')}): {count(len(draws))} of {DRAWS} draws' "
               f"predictions are bit-equal to the frozen ones, {count(correct)} correct in all.", ""]
+    shape = {key: next(iter(_values(ctx.rep, f"energy.learners.{key}").values()), NOT_VERIFIED)
+             for key in ("train_programs", "train_num_warps", "triton_version", "kernel_source_sha256")}
+    programs = shape["train_programs"]
+    programs_text = ("1 (the single-CTA kernel; not recorded by this archive's code)" if programs is None
+                     else f"{programs} ({'the single-CTA kernel' if programs == 1 else 'the multi-CTA grid kernel'})"
+                     if isinstance(programs, int) else NOT_VERIFIED)
+    lines += [f"rev88-fused's launch shape, one across every record of the archive: training programs (CTAs) "
+              f"{programs_text}, warps per program {shape['train_num_warps'] if shape['train_num_warps'] is not None else 'not recorded'}, "
+              f"Triton {shape['triton_version']}, kernel source sha256 `{str(shape['kernel_source_sha256'])[:16]}…`.", ""]
     mine = _task_traffic(ctx.rep)
     if mine:
         theirs = _task_traffic(base)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ import numpy as np
 
 from bundle import archive
 from bundle.errors import BundleError
-from bundle.jobs import Engine, JobSpec
+from bundle.jobs import FUSED_CTAS_ENV, Engine, JobSpec
 
 INPUT_KEYS = ("train_images", "train_labels", "test_images")
 PREFERRED_WORKSPACE = ":16:8"
@@ -104,8 +105,12 @@ def write_fixture_inputs(folder: Path, inputs: Mapping[str, np.ndarray], config:
 
 
 def engine_env(engine: Engine) -> dict[str, str]:
-    """Environment a fixture job gets to describe its engine (``REV88_ENGINE``, ``REV88_IMAGE_REFERENCE``)."""
+    """Environment a fixture job gets to describe its engine (``REV88_ENGINE``, ``REV88_IMAGE_REFERENCE``),
+    plus the host's ``REV88_FUSED_CTAS`` when set (the rev88-fused training programs; every engine
+    passes it, the Docker one included)."""
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
+    if os.environ.get(FUSED_CTAS_ENV):
+        env[FUSED_CTAS_ENV] = os.environ[FUSED_CTAS_ENV]
     image = getattr(engine, "image_reference", None)
     if image:
         env["REV88_IMAGE_REFERENCE"] = str(image)

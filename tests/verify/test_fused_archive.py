@@ -1,4 +1,6 @@
-"""The rev88-fused run archive (evidence/h200-fused-20261201, one H200): verified with 0 FAIL, forgeries caught.
+"""The rev88-fused run archives (evidence/h200-fused-20261201 with the single-CTA kernel, and
+evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8; one H200 each): verified with 0 FAIL,
+forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
 rev88 :0:0, rev88-fused; K = 5) and its profile phase (``--learner rev88-fused``). The variant has no
@@ -18,24 +20,28 @@ import pytest
 from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
+GRID_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201-g8"
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
-def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones() -> None:
-    statuses = check_statuses(ARCHIVE)
+@pytest.mark.parametrize(("archive", "programs"), [(ARCHIVE, None), (GRID_ARCHIVE, 8)],
+                         ids=["single-cta", "grid-8"])
+def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs) -> None:
+    statuses = check_statuses(archive)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
-                  "qualify.record.fresh_process", "placement.gpu_lock"):
+                  "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs"):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
-    with gzip.open(ARCHIVE / "energy" / "learners.json.gz") as fh:
+    with gzip.open(archive / "energy" / "learners.json.gz") as fh:
         design = json.load(fh)
     fused_trials = [t for t in design["trials"] if t["learner"] == "rev88-fused"]
     assert len(fused_trials) == 5
     for trial in fused_trials:
-        rel = ARCHIVE / "energy" / trial["record"]
+        rel = archive / "energy" / trial["record"]
         rec = json.loads(gzip.decompress(rel.read_bytes()))
         assert rec["learner"]["name"] == "rev88-fused" and rec["metadata"]["predictions_sha256"] == frozen
+        assert rec["learner"].get("train_programs") == programs
         preds = np.load(str(rel).replace(".json.gz", ".predictions.npy"), allow_pickle=False)
         assert preds.shape == (10_000,) and preds.dtype == np.int64
 
@@ -79,6 +85,17 @@ def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, rel, change)
     assert "FAIL" in check_statuses(root).get(check, set()), check
+
+
+def test_one_grid_record_with_another_launch_shape_fails(tmp_path: Path) -> None:
+    """A single-CTA trial slipped into the grid archive (its block says 1 program, the rest 8) fails."""
+    root = linked_copy(GRID_ARCHIVE, tmp_path)
+
+    def one_program(rec: dict) -> None:
+        rec["learner"]["train_programs"] = 1
+        rec["metadata"]["learner"]["train_programs"] = 1
+    forge_record(root, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", one_program)
+    assert "FAIL" in check_statuses(root).get("energy.learners.train_programs", set())
 
 
 def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:

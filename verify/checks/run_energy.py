@@ -159,15 +159,23 @@ def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None]]:
 
 
 def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
-    """Every ``rev88-fused`` record: one 64-hex kernel source sha256 and one Triton version across the
-    archive, and Triton's interpreter used exactly when the record ran on the CPU."""
+    """Every ``rev88-fused`` record: one 64-hex kernel source sha256, one Triton version and one
+    launch shape (``train_programs``, ``train_num_warps``: positive ints, or absent in records made
+    before they were recorded) across the archive, and Triton's interpreter used exactly when the record ran on the CPU."""
     out: list[CheckResult] = []
     found = fused_blocks(f)
-    for key in ("kernel_source_sha256", "triton_version"):
+    for key in ("kernel_source_sha256", "triton_version", "train_programs", "train_num_warps"):
         values = sorted({json.dumps(b.get(key)) for _, b, _ in found})
         out.append(check_true(f"energy.learners.{key}", LEARNERS, len(values) == 1,
                               f"{len(found)} rev88-fused records name {len(values)} values of {key}: one kernel "
-                              "source and one Triton ran them all", recorded=values))
+                              "source, one Triton and one launch shape ran them all", recorded=values,
+                              recomputed=json.loads(values[0]) if len(values) == 1 else None))
+    for key in ("train_programs", "train_num_warps"):
+        values = [b.get(key) for _, b, _ in found]
+        out.append(check_true(f"energy.learners.{key}.form", LEARNERS,
+                              all(v is None or (type(v) is int and v >= 1) for v in values),
+                              f"a {key} is not a positive int (absent only in records made before it was recorded)",
+                              recorded=sorted(set(map(str, values)))))
     shas = [b.get("kernel_source_sha256") for _, b, _ in found]
     out.append(check_true("energy.learners.kernel_source_sha256.form", LEARNERS,
                           all(isinstance(v, str) and HEX64.fullmatch(v) for v in shas),

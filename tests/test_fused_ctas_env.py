@@ -1,0 +1,32 @@
+"""REV88_FUSED_CTAS: how a host picks the rev88-fused training programs for every fixture job."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundle.errors import BundleError
+from bundle.fused_learner import DEFAULT_TRAIN_CTAS, train_ctas_from_env
+from bundle.jobs import FUSED_CTAS_ENV, SubprocessEngine
+from bundle.phases.fixture_runner import engine_env
+
+
+@pytest.mark.parametrize(("raw", "want"), [(None, DEFAULT_TRAIN_CTAS), ("", DEFAULT_TRAIN_CTAS), ("8", 8),
+                                           (" 16 ", 16), ("1", 1)])
+def test_the_variable_or_the_default(raw, want) -> None:
+    environ = {} if raw is None else {FUSED_CTAS_ENV: raw}
+    assert train_ctas_from_env(environ) == want
+
+
+@pytest.mark.parametrize("raw", ["0", "-2", "8.0", "eight", "08", "99999"])
+def test_a_bad_value_is_one_line_naming_the_variable(raw) -> None:
+    with pytest.raises(BundleError) as info:
+        train_ctas_from_env({FUSED_CTAS_ENV: raw})
+    message = str(info.value)
+    assert FUSED_CTAS_ENV in message and repr(raw) in message and "\n" not in message
+
+
+def test_the_phases_forward_it_to_fixture_jobs(monkeypatch) -> None:
+    monkeypatch.delenv(FUSED_CTAS_ENV, raising=False)
+    assert FUSED_CTAS_ENV not in engine_env(SubprocessEngine())
+    monkeypatch.setenv(FUSED_CTAS_ENV, "8")
+    assert engine_env(SubprocessEngine())[FUSED_CTAS_ENV] == "8"
