@@ -668,6 +668,11 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     timeline.mark("torch_imported")
 
     cuda = device == "cuda"
+    fused_ctas = None
+    if learner_name == "rev88-fused":  # a bad $REV88_FUSED_CTAS fails here, before the GPU lock and CUDA
+        from bundle import fused_learner  # noqa: PLC0415
+
+        fused_ctas = fused_learner.train_ctas_from_env()
     gpu_lock = acquire_gpu_lock(timeline, mode) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
@@ -687,10 +692,8 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         timeline.mark("cuda_initialised")
     check_workspace_unchanged(workspace)
     if learner_name == "rev88-fused":
-        from bundle import fused_learner  # noqa: PLC0415
-
         task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device,
-                                       ctas=fused_learner.train_ctas_from_env())
+                                       ctas=fused_ctas)
         learner_block = {"name": learner_name, "kernel_source_sha256": fused_learner.kernel_source_sha256(),
                          "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted,
                          "train_programs": task.ctas, "train_num_warps": task.num_warps}

@@ -217,14 +217,16 @@ def train_ctas_from_env(environ: Mapping[str, str] | None = None) -> int:
         A positive int.
 
     Raises:
-        BundleError: the variable is set but not a positive decimal int.
+        BundleError: the variable is set but not a plain decimal from 1 to 999 (the GPU path also
+            refuses more than the SM count, in :class:`FusedTask`).
     """
     raw = (os.environ if environ is None else environ).get(FUSED_CTAS_ENV)
     if raw is None or raw.strip() == "":
         return DEFAULT_TRAIN_CTAS
-    if not re.fullmatch(r"[1-9][0-9]{0,3}", raw.strip()):
-        raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a positive int: set it to the rev88-fused training "
-                          f"programs (1 = the single-CTA kernel, {GRID_TRAIN_CTAS} = the measured multi-CTA one) or unset it")
+    if not re.fullmatch(r"[1-9][0-9]{0,2}", raw.strip()):
+        raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a plain decimal from 1 to 999 (no sign, no leading zero): "
+                          f"set it to the rev88-fused training programs (1 = the single-CTA kernel, {GRID_TRAIN_CTAS} = "
+                          "the measured multi-CTA one; on a GPU at most its SM count) or unset it")
     return int(raw.strip())
 
 

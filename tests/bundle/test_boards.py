@@ -182,17 +182,25 @@ def test_tickets_keep_the_design_order(tmp_path: Path) -> None:
 def test_first_failure_stops_the_rest(tmp_path: Path) -> None:
     from bundle.phases.fixture_runner import run_overlapped
 
+    import time
+
     ran: list[int] = []
+    turn = tmp_path / "gpu.lock.turn"
+
+    def failed_seen() -> bool:
+        return turn.is_file() and turn.read_text().strip() == "-1"
 
     def job(k: int):
         def run() -> int:
             ran.append(k)
             if k == 0:
                 raise BundleError("job 0 failed")
+            deadline = time.monotonic() + 10.0  # the other jobs end only once the host has seen the failure,
+            while not failed_seen() and time.monotonic() < deadline:  # so no thread schedule lets all ten run
+                time.sleep(0.01)
             return k
         return run
 
-    turn = tmp_path / "gpu.lock.turn"
     with pytest.raises(BundleError, match="job 0 failed"):
         run_overlapped([job(k) for k in range(10)], 2, turn)
     assert len(ran) < 10 and turn.read_text().strip() == "-1"

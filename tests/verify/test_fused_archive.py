@@ -30,7 +30,8 @@ def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(
     statuses = check_statuses(archive)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
-                  "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs"):
+                  "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs",
+                  "energy.learners.metadata_block", "energy.learners.inventory_shape"):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
@@ -96,6 +97,31 @@ def test_one_grid_record_with_another_launch_shape_fails(tmp_path: Path) -> None
         rec["metadata"]["learner"]["train_programs"] = 1
     forge_record(root, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", one_program)
     assert "FAIL" in check_statuses(root).get("energy.learners.train_programs", set())
+
+
+def _metadata_one_program(rec: dict) -> None:
+    rec["metadata"]["learner"]["train_programs"] = 1  # the block still says 8
+
+
+def _strip_launch_shape(rec: dict) -> None:
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block.pop("train_programs")
+        block.pop("train_num_warps")  # now it reads as a single-CTA record of older code, barrier buffers and all
+
+
+def _more_programs_than_sms(rec: dict) -> None:
+    rec["learner"]["train_programs"] = rec["metadata"]["learner"]["train_programs"] = 9999
+
+
+@pytest.mark.parametrize(("rel", "change", "check"), [
+    ("qualify/draw-05.json.gz", _metadata_one_program, "energy.learners.metadata_block"),
+    ("energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _strip_launch_shape, "energy.learners.inventory_shape"),
+    ("energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _more_programs_than_sms, "energy.learners.train_programs.form"),
+])
+def test_grid_launch_shape_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
+    root = linked_copy(GRID_ARCHIVE, tmp_path)
+    forge_record(root, rel, change)
+    assert "FAIL" in check_statuses(root).get(check, set()), check
 
 
 def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:

@@ -143,44 +143,81 @@ def check_learners(f: ArchiveFiles) -> list[CheckResult]:
              "learner_block": blocks.get(arm_label(learner, ws))} for learner, ws in LEARNER_ARMS]
     out.append(check_equal("energy.learners.arms", LEARNERS, arms, want,
                            what="the arms in design order, each with its records' learner block"))
-    return out + check_fused_blocks(f)
+    return out
 
 
-def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None]]:
-    """(path, learner block, device) of every fixture record of the archive that ran ``rev88-fused``
+def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None, dict]]:
+    """(path, learner block, device, record) of every record of the archive that ran ``rev88-fused``
     (a qualification record's block sits in its ``fixture``)."""
     from verify.checks import run, run_consistency  # noqa: PLC0415
 
-    found = [(rel, rec.get("learner"), rec.get("device")) for rel, rec in run.fixture_records(f)]
+    found = [(rel, rec.get("learner"), rec.get("device"), rec) for rel, rec in run.fixture_records(f)]
     for rel in run_consistency.qualify_records(f):
-        fx = f.json(rel).get("fixture") or {}
-        found.append((rel, fx.get("learner"), None))
-    return [(rel, b, dev) for rel, b, dev in found if isinstance(b, dict) and b.get("name") == "rev88-fused"]
+        rec = f.json(rel)
+        found.append((rel, (rec.get("fixture") or {}).get("learner"), None, rec))
+    return [(rel, b, dev, rec) for rel, b, dev, rec in found if isinstance(b, dict) and b.get("name") == "rev88-fused"]
+
+
+#: buffers the fused learner allocates only for the multi-CTA kernel (``FusedTask.named_tensors``)
+GRID_ONLY_BUFFERS = ("barrier_count", "state_map")
+LAUNCH_KEYS = ("kernel_source_sha256", "triton_version", "train_programs", "train_num_warps")
 
 
 def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
-    """Every ``rev88-fused`` record: one 64-hex kernel source sha256, one Triton version and one
-    launch shape (``train_programs``, ``train_num_warps``: positive ints, or absent in records made
-    before they were recorded) across the archive, and Triton's interpreter used exactly when the record ran on the CPU."""
+    """Every ``rev88-fused`` record of the archive (qualify, energy, profile; run whether or not the
+    archive holds the learners design):
+
+    * one 64-hex kernel source sha256, one Triton version and one launch shape (``train_programs``,
+      ``train_num_warps``: positive ints, ``train_programs`` at most the record's ``sm_count``, or
+      absent in records made before they were recorded) across the archive;
+    * each record's ``metadata.learner`` agrees with its ``learner`` block on those four keys (on
+      ``train_num_warps`` only where the block has it: older records kept it in the metadata only);
+    * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
+      (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
+    * Triton's interpreter used exactly when the record ran on the CPU.
+    """
     out: list[CheckResult] = []
     found = fused_blocks(f)
-    for key in ("kernel_source_sha256", "triton_version", "train_programs", "train_num_warps"):
-        values = sorted({json.dumps(b.get(key)) for _, b, _ in found})
+    if not found:
+        return out
+    for key in LAUNCH_KEYS:
+        values = sorted({json.dumps(b.get(key)) for _, b, _, _ in found})
         out.append(check_true(f"energy.learners.{key}", LEARNERS, len(values) == 1,
                               f"{len(found)} rev88-fused records name {len(values)} values of {key}: one kernel "
                               "source, one Triton and one launch shape ran them all", recorded=values,
                               recomputed=json.loads(values[0]) if len(values) == 1 else None))
     for key in ("train_programs", "train_num_warps"):
-        values = [b.get(key) for _, b, _ in found]
-        out.append(check_true(f"energy.learners.{key}.form", LEARNERS,
-                              all(v is None or (type(v) is int and v >= 1) for v in values),
-                              f"a {key} is not a positive int (absent only in records made before it was recorded)",
-                              recorded=sorted(set(map(str, values)))))
-    shas = [b.get("kernel_source_sha256") for _, b, _ in found]
+        bad = []
+        for rel, block, _, rec in found:
+            v = block.get(key)
+            sms = (rec.get("hardware") or {}).get("sm_count") if key == "train_programs" else None
+            if v is not None and not (type(v) is int and v >= 1 and (type(sms) is not int or v <= sms)):
+                bad.append(f"{rel}: {v!r}")
+        out.append(check_true(f"energy.learners.{key}.form", LEARNERS, not bad,
+                              f"a {key} is not a positive int (at most the record's sm_count for train_programs; "
+                              f"absent only in records made before it was recorded): {'; '.join(bad[:3])}",
+                              recorded=sorted({str(b.get(key)) for _, b, _, _ in found})))
+    shas = [b.get("kernel_source_sha256") for _, b, _, _ in found]
     out.append(check_true("energy.learners.kernel_source_sha256.form", LEARNERS,
                           all(isinstance(v, str) and HEX64.fullmatch(v) for v in shas),
                           "a kernel_source_sha256 is not 64 lowercase hex digits", recorded=sorted(set(map(str, shas)))))
-    for rel, block, device in found:
+    for rel, block, device, rec in found:
+        meta = (rec.get("metadata") or {}).get("learner")
+        meta = meta if isinstance(meta, dict) else {}
+        # train_num_warps sat in metadata.learner only, before the block carried it: compared when the block has it
+        keys = [k for k in LAUNCH_KEYS if k in block or (k in meta and k != "train_num_warps")]
+        out.append(check_equal("energy.learners.metadata_block", rel, {k: meta.get(k) for k in keys},
+                               {k: block.get(k) for k in keys},
+                               what="metadata.learner and the record's learner block on the kernel and launch shape"))
+        inventory = rec.get("buffer_inventory")
+        if isinstance(inventory, dict):
+            names = {t.get("name") for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
+            programs = block.get("train_programs")
+            grid = isinstance(programs, int) and not isinstance(programs, bool) and programs >= 2
+            out.append(check_equal("energy.learners.inventory_shape", rel,
+                                   sorted(n for n in GRID_ONLY_BUFFERS if n in names),
+                                   list(GRID_ONLY_BUFFERS) if grid else [],
+                                   what=f"the multi-CTA kernel's buffers in the inventory for train_programs {programs!r}"))
         if device is not None:
             out.append(check_equal("energy.learners.interpreter", rel, block.get("interpreter"), device == "cpu",
                                    what="Triton's interpreter runs the kernels on the CPU only"))
@@ -338,4 +375,4 @@ def check_energy_phase(f: ArchiveFiles) -> list[CheckResult]:
     out: list[CheckResult] = []
     for rel in design_summaries(f):
         out += check_interleaved(f, rel)
-    return out + check_learners(f) + check_between_boards(f) + check_original_summary(f)
+    return out + check_learners(f) + check_fused_blocks(f) + check_between_boards(f) + check_original_summary(f)
