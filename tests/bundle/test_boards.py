@@ -180,9 +180,9 @@ def test_tickets_keep_the_design_order(tmp_path: Path) -> None:
 
 
 def test_first_failure_stops_the_rest(tmp_path: Path) -> None:
-    from bundle.phases.fixture_runner import run_overlapped
-
     import time
+
+    from bundle.phases.fixture_runner import run_overlapped
 
     ran: list[int] = []
     turn = tmp_path / "gpu.lock.turn"
