@@ -28,6 +28,10 @@ Products. Every matrix product (:func:`_mm`) reads both operands from memory in 
 the summed axis (``KF`` over features, ``KR`` over batch rows, compile-time constants chosen
 by the host) and accumulates ``tl.dot(a, b, acc, input_precision="ieee")`` in float32: IEEE
 float32 multiply-adds, no TF32 (the argument exists with this meaning from triton 3.1.0 on).
+Products over features sum only the first ``KP`` columns (``KP`` the smallest multiple of ``KF``
+that is >= 41: 48 for slices of 16, 64 for 32): the columns past 41 of every operand are zero
+padding, so the slices past ``KP`` would add exact zeros (+0 products) and skipping them leaves
+every bit as it was; products over batch rows and over classes sum their whole tile.
 Register-resident operands summed over all 64 or 128 terms at once made ptxas spill
 (measured offline for sm_90: 48 KB of stack per thread and 208 KB of shared memory); slices
 of 32 from memory do not. ``tl.debug_barrier()`` separates every store to a staging tile
@@ -71,21 +75,24 @@ def _store_tile(ptr, x, R: tl.constexpr, W: tl.constexpr):
 
 
 @triton.jit
-def _branch(h, w_ptr, s_ptr, alpha, R: tl.constexpr, P: tl.constexpr, KC: tl.constexpr):
-    """relu(h)·Wᵀ × alpha (spec 2.2 order: relu → linear → scale); h (R, P), W a (P, P) tile; s_ptr staging."""
+def _branch(h, w_ptr, s_ptr, alpha, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KC: tl.constexpr):
+    """relu(h)·Wᵀ × alpha (spec 2.2 order: relu → linear → scale); h (R, P), W a (P, P) tile; s_ptr staging.
+
+    The sum runs over the first KP features only (KP >= 41: the rest of the tile is zero padding)."""
     _store_tile(s_ptr, tl.maximum(h, 0.0), R, P)
-    out = _mm(s_ptr, P, 1, w_ptr, 1, P, R, P, P, KC) * alpha
+    out = _mm(s_ptr, P, 1, w_ptr, 1, P, R, P, KP, KC) * alpha
     tl.debug_barrier()
     return out
 
 
 @triton.jit
-def _head(h_ptr, l_ptr, r_ptr, R: tl.constexpr, P: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
-          NCLS: tl.constexpr):
-    """Logits (R, C) = L·HLᵀ + R·HRᵀ + bias from staged halves; padded classes −inf. h_ptr: head tile, bias after."""
+def _head(h_ptr, l_ptr, r_ptr, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr,
+          KC: tl.constexpr, NCLS: tl.constexpr):
+    """Logits (R, C) = L·HLᵀ + R·HRᵀ + bias from staged halves (sums over the first KP features); padded
+    classes −inf. h_ptr: head tile, bias after."""
     cls = tl.arange(0, C)
-    z = _mm(l_ptr, P, 1, h_ptr, 1, 2 * P, R, C, P, KC)
-    z = z + _mm(r_ptr, P, 1, h_ptr + P, 1, 2 * P, R, C, P, KC)
+    z = _mm(l_ptr, P, 1, h_ptr, 1, 2 * P, R, C, KP, KC)
+    z = z + _mm(r_ptr, P, 1, h_ptr + P, 1, 2 * P, R, C, KP, KC)
     z = z + tl.load(h_ptr + C * 2 * P + cls)[None, :]
     return tl.where(cls[None, :] < NCLS, z, float("-inf"))
 
@@ -138,7 +145,7 @@ def _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay,
 
 @triton.jit
 def _branch_backward(h, d, w_ptr, v_ptr, sa_ptr, sb_ptr, alpha, momentum, neg_lr, weight_decay,
-                     R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+                     R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
     """One branch of ``ReversibleCore.backward``: leaf h, upstream d (both (R, P)).
 
     Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); W takes its
@@ -146,8 +153,8 @@ def _branch_backward(h, d, w_ptr, v_ptr, sa_ptr, sb_ptr, alpha, momentum, neg_lr
     """
     _store_tile(sa_ptr, tl.maximum(h, 0.0), R, P)
     _store_tile(sb_ptr, d * alpha, R, P)
-    d_leaf = _mm(sb_ptr, P, 1, w_ptr, P, 1, R, P, P, KF)
-    branch = _mm(sa_ptr, P, 1, w_ptr, 1, P, R, P, P, KF) * alpha
+    d_leaf = _mm(sb_ptr, P, 1, w_ptr, P, 1, R, P, KP, KF)
+    branch = _mm(sa_ptr, P, 1, w_ptr, 1, P, R, P, KP, KF) * alpha
     _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay, R, P, KR)
     return tl.where(h > 0.0, d_leaf, 0.0), branch
 
@@ -186,8 +193,8 @@ def _copy_params(flat_ptr, tiles_ptr, TO_TILES: tl.constexpr, HALF: tl.constexpr
 def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, order_ptr,
                  alpha, momentum, neg_lr, weight_decay,
                  N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, BLOCK_B: tl.constexpr,
-                 P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
-                 NCLS: tl.constexpr):
+                 P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr,
+                 HALF: tl.constexpr, NCLS: tl.constexpr):
     """One invocation's reset and training in one program (launch with grid (1,)).
 
     Args (pointers to contiguous tensors on one device):
@@ -202,7 +209,9 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             because triton 3.1.0's interpreter cannot iterate over a runtime scalar under numpy 2.
         BLOCK_B: rows per batch tile (power of two >= 16 and >= BATCH).
         P, C: tile widths for a half (64 >= HALF) and the classes (16 >= NCLS).
-        KF, KR: slices of the summed axis in products over features (divides P) and over batch
+        KP: features summed in products over features: a multiple of KF, HALF <= KP <= P (the
+            columns past HALF are zero padding, so the slices past KP would add exact zeros).
+        KF, KR: slices of the summed axis in products over features (divides KP) and over batch
             rows (divides BLOCK_B); >= 16.
         HALF, NCLS: 41 and 10.
     """
@@ -231,13 +240,13 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             labels = tl.load(label_ptr + index, mask=rmask, other=0)
             l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
             # core forward (spec 2.2); only its output (l2, r2) is kept for the backward
-            l1 = l0 + _branch(r0, work_ptr, sa, alpha, BLOCK_B, P, KF)
-            r1 = r0 + _branch(l1, work_ptr + P * P, sa, alpha, BLOCK_B, P, KF)
-            l2 = l1 + _branch(r1, work_ptr + 2 * P * P, sa, alpha, BLOCK_B, P, KF)
-            r2 = r1 + _branch(l2, work_ptr + 3 * P * P, sa, alpha, BLOCK_B, P, KF)
+            l1 = l0 + _branch(r0, work_ptr, sa, alpha, BLOCK_B, P, KP, KF)
+            r1 = r0 + _branch(l1, work_ptr + P * P, sa, alpha, BLOCK_B, P, KP, KF)
+            l2 = l1 + _branch(r1, work_ptr + 2 * P * P, sa, alpha, BLOCK_B, P, KP, KF)
+            r2 = r1 + _branch(l2, work_ptr + 3 * P * P, sa, alpha, BLOCK_B, P, KP, KF)
             _store_tile(sa, l2, BLOCK_B, P)
             _store_tile(sb, r2, BLOCK_B, P)
-            z = _head(head, sa, sb, BLOCK_B, P, C, KF, NCLS)
+            z = _head(head, sa, sb, BLOCK_B, P, KP, C, KF, NCLS)
             # mean cross-entropy gradient: (exp(log_softmax) − onehot) / count, padded rows 0
             g = _ce_grad(z, labels, rmask, count, cls, NCLS)
             _store_tile(sg, g, BLOCK_B, C)
@@ -254,15 +263,15 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             # reversible backward (bundle.learner.ReversibleCore.backward): block 1 then block 0;
             # each branch is recomputed from the rebuilt leaf and subtracted
             d_leaf, branch = _branch_backward(l2, dr, work_ptr + 3 * P * P, vel_tiles + 3 * P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
             dl = dl + d_leaf
             r1 = r2 - branch
             d_leaf, branch = _branch_backward(r1, dl, work_ptr + 2 * P * P, vel_tiles + 2 * P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
             dr = dr + d_leaf
             l1 = l2 - branch
             d_leaf, branch = _branch_backward(l1, dr, work_ptr + P * P, vel_tiles + P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
             dl = dl + d_leaf
             r0 = r1 - branch
             _store_tile(sa, tl.maximum(r0, 0.0), BLOCK_B, P)    # last branch: only its weight gradient
@@ -286,12 +295,14 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
 
 
 @triton.jit
-def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr):
-    """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P); sa a staging tile; offset tiles as in grid_train_kernel."""
+def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr,
+                  KF: tl.constexpr):
+    """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P), summed over the first KP features; sa a staging
+    tile; offset tiles as in grid_train_kernel."""
     tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.debug_barrier()
     acc = tl.full((R, P), 0.0, tl.float32)
-    for k in tl.static_range(0, P, KF):
+    for k in tl.static_range(0, KP, KF):
         acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision="ieee")
     tl.debug_barrier()
     return acc * alpha
@@ -299,7 +310,7 @@ def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.con
 
 @triton.jit
 def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, LEAF: tl.constexpr,
-                   R: tl.constexpr, P: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+                   R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
     """One branch of ``ReversibleCore.backward`` at the pre-step weight W: leaf h, upstream d ((R, P) each).
 
     Stores the partial gradient (d·alpha)ᵀ·relu(h) of W over this program's rows, its live 41×41 block
@@ -313,7 +324,7 @@ def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, 
     d_leaf = tl.full((R, P), 0.0, tl.float32)
     branch = tl.full((R, P), 0.0, tl.float32)
     if LEAF:
-        for k in tl.static_range(0, P, KF):
+        for k in tl.static_range(0, KP, KF):
             d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision="ieee")
             branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision="ieee")
     grad = tl.full((P, P), 0.0, tl.float32)
@@ -399,8 +410,8 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
                       N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, G: tl.constexpr,
                       ROWS: tl.constexpr, BLOCK_R: tl.constexpr, STATE: tl.constexpr, CSTATE: tl.constexpr,
                       RED: tl.constexpr,
-                      P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr,
-                      NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
+                      P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr,
+                      HALF: tl.constexpr, NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
                       BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
     """Steps [STEP_BEGIN, STEP_END) of one invocation's training over G programs (launch with grid (G,)).
 
@@ -452,13 +463,13 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
             compact entry (state-vector index → padded tile offset; the pad entries past 7554 name
             distinct always-zero padding slots).
         raw_ptr, label_ptr, order_ptr, alpha, momentum, neg_lr, weight_decay: as :func:`train_kernel`.
-        N_TRAIN, EPOCHS, BATCH, P, C, HALF, NCLS: as :func:`train_kernel`.
+        N_TRAIN, EPOCHS, BATCH, P, KP, C, HALF, NCLS: as :func:`train_kernel`.
         G, ROWS, BLOCK_R: programs, batch rows per program (cdiv(BATCH, G)), their tile (power of
             two >= 16 and >= ROWS).
         STATE, CSTATE, RED: floats per state copy (the padded tiles rounded up to a multiple of RED),
             per partial (7554 rounded up to a multiple of RED), and the chunk of the reset and update
             loops (a power of two).
-        KF, KR: summed-axis slices over features (divides P) and rows (divides BLOCK_R); >= 16.
+        KF, KR: summed-axis slices over features (divides KP) and rows (divides BLOCK_R); >= 16.
         SPIN_LIMIT, TIMED_OUT: reads of the counter before a wait gives up; the value it then sets.
     """
     NB = (N_TRAIN + BATCH - 1) // BATCH   # batches per epoch
@@ -511,15 +522,15 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
         index = tl.load(order_ptr + e * N_TRAIN + first + local, mask=rmask, other=0)
         labels = tl.load(label_ptr + index, mask=rmask, other=0)
         l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
-        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
-        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
-        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
-        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KF)
+        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
+        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
+        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
+        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
         tl.store(sa + rp, l2)
         tl.store(sb + rp, r2)
         tl.debug_barrier()
         z = tl.full((BLOCK_R, C), 0.0, tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
-        for k in tl.static_range(0, P, KF):
+        for k in tl.static_range(0, KP, KF):
             z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision="ieee")
             z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision="ieee")
         z = z + tl.load(head + C * 2 * P + cls)[None, :]
@@ -531,19 +542,19 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
                                      BLOCK_R, P, C, KR, HALF, NCLS)
         # reversible backward, block 1 then block 0, each branch recomputed and subtracted
         d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * HALF * HALF, sa, sb, rp, a_rk,
-                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
         dl = dl + d_leaf
         r1 = r2 - branch
         d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * HALF * HALF, sa, sb, rp, a_rk,
-                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
         dr = dr + d_leaf
         l1 = l2 - branch
         d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + HALF * HALF, sa, sb, rp, a_rk, w_t, w_n,
-                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KF, KR)
+                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
         dl = dl + d_leaf
         r0 = r1 - branch
         _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, False,
-                       BLOCK_R, P, KF, KR)   # last branch: only its weight gradient
+                       BLOCK_R, P, KP, KF, KR)   # last branch: only its weight gradient
         if BARRIER:
             _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
             _grid_reduce_step(own, part + (s % 2) * G * CSTATE, map_ptr, momentum, neg_lr, weight_decay, G, STATE,
@@ -556,7 +567,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
 
 @triton.jit
 def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query, alpha,
-                   BLOCK_Q: tl.constexpr, P: tl.constexpr, C: tl.constexpr, KF: tl.constexpr,
+                   BLOCK_Q: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr,
                    HALF: tl.constexpr, NCLS: tl.constexpr):
     """Scores and predictions for query rows [pid·BLOCK_Q, (pid+1)·BLOCK_Q) (grid cdiv(n_query, BLOCK_Q)).
 
@@ -573,15 +584,15 @@ def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query,
     cls = tl.arange(0, C)
     s = scratch_ptr + pid * BLOCK_Q * P
     left, right = _lifted(raw_ptr, rows, rmask, HALF, P)
-    left = left + _branch(right, work_ptr, s, alpha, BLOCK_Q, P, KF)
-    right = right + _branch(left, work_ptr + P * P, s, alpha, BLOCK_Q, P, KF)
-    left = left + _branch(right, work_ptr + 2 * P * P, s, alpha, BLOCK_Q, P, KF)
-    right = right + _branch(left, work_ptr + 3 * P * P, s, alpha, BLOCK_Q, P, KF)
+    left = left + _branch(right, work_ptr, s, alpha, BLOCK_Q, P, KP, KF)
+    right = right + _branch(left, work_ptr + P * P, s, alpha, BLOCK_Q, P, KP, KF)
+    left = left + _branch(right, work_ptr + 2 * P * P, s, alpha, BLOCK_Q, P, KP, KF)
+    right = right + _branch(left, work_ptr + 3 * P * P, s, alpha, BLOCK_Q, P, KP, KF)
     _store_tile(s, left, BLOCK_Q, P)
-    z_left = _mm(s, P, 1, work_ptr + 4 * P * P, 1, 2 * P, BLOCK_Q, C, P, KF)
+    z_left = _mm(s, P, 1, work_ptr + 4 * P * P, 1, 2 * P, BLOCK_Q, C, KP, KF)
     tl.debug_barrier()
     _store_tile(s, right, BLOCK_Q, P)
-    z = z_left + _mm(s, P, 1, work_ptr + 4 * P * P + P, 1, 2 * P, BLOCK_Q, C, P, KF)
+    z = z_left + _mm(s, P, 1, work_ptr + 4 * P * P + P, 1, 2 * P, BLOCK_Q, C, KP, KF)
     z = z + tl.load(work_ptr + 4 * P * P + C * 2 * P + cls)[None, :]
     z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
     tl.store(score_ptr + rows[:, None] * NCLS + cls[None, :], z, mask=rmask[:, None] & (cls[None, :] < NCLS))

@@ -76,7 +76,10 @@ KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_kernels.py"
 CLASSES = 10
 HALF_TILE = 64            # register tile width of a 41-wide half
 CLASS_TILE = 16           # register tile width of the 10 classes
-GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot on the GPU (bundle/fused_kernels.py, "Products")
+GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot over batch rows on the GPU (bundle/fused_kernels.py, "Products")
+GPU_FEATURE_SLICE = 16    # ... and over features: 48 of the 64 tile columns summed (measured on an H200, draw 0:
+                          # ctas=1 21.9 ms/task against 25.2 with 32; G=8 7.6 against 9.3; docs/measurements)
+PRODUCT_SLICES = (16, 32, 64)  # the slices a FusedTask accepts (tl.dot needs >= 16; a half tile is 64)
 PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
@@ -195,6 +198,12 @@ def grid_state_map(cstate: int) -> np.ndarray:
     return np.concatenate([*weights, head, bias, padding]).astype(np.int32)
 
 
+def feature_extent(feature_slice: int) -> int:
+    """Features summed by a product over features (the kernels' ``KP``): the smallest multiple of
+    *feature_slice* that is >= 41, e.g. 48 for 16 and 64 for 32 or 64 (bundle/fused_kernels.py, "Products")."""
+    return -(-HALF // feature_slice) * feature_slice
+
+
 def _host(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu").contiguous().numpy()
 
@@ -249,6 +258,12 @@ class FusedTask:
             other at a grid barrier every step and so must all be resident at once: on the GPU G
             must not exceed the SM count (132 on an H200; one program always fits on an SM, and
             nothing else may hold SMs for long while it runs).
+        feature_slice, row_slice: summed-axis slice of every tl.dot over features and over batch
+            rows, one of :data:`PRODUCT_SLICES` (rows capped at the row tile); default on the GPU
+            :data:`GPU_FEATURE_SLICE` over features and :data:`GPU_PRODUCT_SLICE` over rows, in the
+            interpreter the whole sum. Products over features
+            sum :func:`feature_extent` (feature_slice) columns. Other slices sum in another order
+            (other final bits), so measurements name them (metadata ``learner.product_slices``).
 
     Attributes (all on ``device``):
         initial, params, velocity: float32 (7554,), state-vector order of spec 3.
@@ -267,7 +282,8 @@ class FusedTask:
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
-                 num_warps: int | None = None, ctas: int = DEFAULT_TRAIN_CTAS) -> None:
+                 num_warps: int | None = None, ctas: int = DEFAULT_TRAIN_CTAS, feature_slice: int | None = None,
+                 row_slice: int | None = None) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -281,6 +297,9 @@ class FusedTask:
             num_warps = DEFAULT_TRAIN_WARPS if ctas == 1 else DEFAULT_GRID_WARPS
         if num_warps not in (1, 2, 4, 8, 16, 32):
             raise BundleError(f"num_warps must be a power of two from 1 to 32 (got {num_warps!r})")
+        for what, value in (("feature_slice", feature_slice), ("row_slice", row_slice)):
+            if value is not None and (isinstance(value, bool) or value not in PRODUCT_SLICES):
+                raise BundleError(f"{what} must be one of {PRODUCT_SLICES} (got {value!r})")
         arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
         if device not in ("cuda", "cpu"):
             raise BundleError(f"unsupported device {device!r} for the fused learner: use cuda or cpu")
@@ -328,7 +347,10 @@ class FusedTask:
         self.batch_tile = max(16, _next_pow2(cfg["batch_size"]))
         # summed-axis slices: 32 on the GPU (register pressure); whole sums in the interpreter,
         # where each slice costs interpreter overhead (same code, other compile-time constants)
-        self.feature_slice = HALF_TILE if interpreted else GPU_PRODUCT_SLICE
+        if feature_slice is None:
+            feature_slice = HALF_TILE if interpreted else GPU_FEATURE_SLICE
+        self.feature_slice = int(feature_slice)
+        self.feature_extent = feature_extent(self.feature_slice)
         self.row_slice = self.batch_tile if interpreted else min(GPU_PRODUCT_SLICE, self.batch_tile)
         self.grid = None if ctas == 1 else grid_shape(cfg["batch_size"], ctas, interpreted)
         if self.grid is None:
@@ -338,6 +360,8 @@ class FusedTask:
             self.row_slice = rows if interpreted else min(GPU_PRODUCT_SLICE, rows)
             self.work = torch.zeros(grid_work_floats(ctas, rows, self.grid["state"], self.grid["cstate"]),
                                     dtype=torch.float32, device=self.device)
+        if row_slice is not None:
+            self.row_slice = min(int(row_slice), self.batch_tile if self.grid is None else self.grid["block_rows"])
         self.barrier_count = None if self.grid is None else torch.zeros(1, dtype=torch.int32, device=self.device)
         self.state_map = None if self.grid is None else torch.from_numpy(grid_state_map(self.grid["cstate"])).to(
             self.device)
@@ -362,8 +386,8 @@ class FusedTask:
             self.initial, self.params, self.velocity, self.work, self.raw, self.labels, self.orders,
             cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
             N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], BLOCK_B=self.batch_tile,
-            P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
-            num_warps=self.num_warps)
+            P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice,
+            HALF=HALF, NCLS=CLASSES, num_warps=self.num_warps)
 
     def _train_grid(self, programs: int, barrier: bool) -> None:
         """The multi-CTA training with *programs* programs; *barrier*: one launch with the grid barrier.
@@ -390,7 +414,8 @@ class FusedTask:
                 N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], G=programs,
                 ROWS=shape["rows"], BLOCK_R=shape["block_rows"], STATE=shape["state"], CSTATE=shape["cstate"],
                 RED=shape["reduce_block"],
-                P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice, HALF=HALF, NCLS=CLASSES,
+                P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice,
+                HALF=HALF, NCLS=CLASSES,
                 STEP_BEGIN=begin, STEP_END=end, FINAL=barrier or begin == self.steps, BARRIER=barrier,
                 SPIN_LIMIT=GRID_SPIN_LIMIT, TIMED_OUT=GRID_TIMED_OUT, num_warps=self.num_warps)
         self._barrier_expected = self.steps * programs if barrier else 0
@@ -419,7 +444,8 @@ class FusedTask:
         grid = (triton_cdiv(self.test_count, PREDICT_BLOCK),)
         self._kernels.predict_kernel[grid](
             self.work, self.scratch, self.raw_query, self.scores, self.predictions, self.test_count,
-            self.config["alpha"], BLOCK_Q=PREDICT_BLOCK, P=HALF_TILE, C=CLASS_TILE, KF=self.feature_slice, HALF=HALF,
+            self.config["alpha"], BLOCK_Q=PREDICT_BLOCK, P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE,
+            KF=self.feature_slice, HALF=HALF,
             NCLS=CLASSES, num_warps=PREDICT_WARPS)
 
     def reset(self) -> None:
@@ -495,7 +521,8 @@ class FusedTask:
             "learner": {"name": LEARNER_NAME, "kernel_source_sha256": kernel_source_sha256(),
                         "triton_version": triton_version(), "interpreter": self.interpreted,
                         "train_programs": self.ctas, "train_num_warps": self.num_warps,
-                        "product_slices": {"features": self.feature_slice, "rows": self.row_slice}},
+                        "product_slices": {"features": self.feature_slice, "rows": self.row_slice,
+                                           "feature_extent": self.feature_extent}},
         }
         return predictions, metadata
 

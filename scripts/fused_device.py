@@ -8,9 +8,8 @@ Side by side on GPU 0, each in a FRESH CHILD PROCESS with a timeout (a compile e
 a hung grid barrier costs that child only; the parent never launches a kernel):
 
 * ``timing`` children, one per learner: the frozen learner (:class:`bundle.learner.PreparedTask`,
-  CUDA graphs, ``CUBLAS_WORKSPACE_CONFIG=:16:8`` set before torch is imported), the fused one
-  with ``ctas=1`` (the single-CTA kernel) and with each G of ``SWEEP_CTAS`` (the multi-CTA
-  kernel), then other warp counts of that G. Each resets the peak statistics, prepares
+  CUDA graphs, ``CUBLAS_WORKSPACE_CONFIG=:16:8`` set before torch is imported), then the fused one
+  at each launch shape of ``SWEEP`` (training programs, warps, product slices). Each resets the peak statistics, prepares
   draw 0, runs one invocation (compiling), synchronises and reads
   ``torch.cuda.max_memory_allocated()`` (the fixture's memory scope, bundle/fixture.py); then
   checks the outputs (for ctas >= 2 this includes the barrier counter), then ms/task: the
@@ -22,10 +21,10 @@ a hung grid barrier costs that child only; the parent never launches a kernel):
   (evidence/rev88-original/predictions).
 
 A child starts only while ``DEADLINE_S`` allows (its timeout is cut to what is left), in
-priority order: frozen, ctas=1, that G, the draws check, the rest of the sweep, warps.
+priority order: frozen, the sweep, the draws check.
 Writes ``$OUT/fused-device.json`` (``./fused-device.json`` without ``OUT``) and prints a summary.
 
-``--child timing --learner frozen|fused [--ctas N] [--warps N]`` and ``--child draws --ctas N``
+``--child timing --learner frozen|fused [--ctas N] [--warps N] [--slices F R]`` and ``--child draws --ctas N``
 run one child in this process and print its JSON record on the last stdout line.
 """
 
@@ -53,9 +52,11 @@ FROZEN = REPO / "evidence" / "rev88-original"
 DRAWS = range(11)
 WARMUP = 3
 REPEATS = 20
-SWEEP_CTAS = (4, 8, 16)   # multi-CTA programs timed (the default G among them or added)
-SWEEP_WARPS = (4,)        # other warp counts of the default G, last, time permitting (16 warps: <= 128 registers)
-DEADLINE_S = 140.0        # no child starts after this many seconds; a child's timeout ends by then
+# Launch shapes timed after the frozen learner, in priority order: (ctas, warps, feature slice, row slice);
+# None = the learner's default. Slices of 16 over features sum 48 columns instead of 64 (the kernels' KP).
+SWEEP = ((1, None, None, None), (1, 8, 16, 32), (1, 16, 16, 16), (1, 16, 16, 32), (1, 16, 32, 32), (1, 4, 16, 16),
+         (8, None, None, None), (8, 4, 16, 16), (8, 8, 16, 16), (4, 4, 16, 16), (16, 4, 16, 16), (2, 4, 16, 32))
+DEADLINE_S = 330.0        # no child starts after this many seconds; a child's timeout ends by then
 CHILD_TIMEOUT_S = 75.0
 MIN_CHILD_S = 15.0        # skip a child when less than this is left
 
@@ -101,17 +102,19 @@ def _ms_per_task(task, torch) -> list[float]:
     return times
 
 
-def _make_task(learner: str, inputs: dict, ctas: int | None, warps: int | None):
+def _make_task(learner: str, inputs: dict, ctas: int | None, warps: int | None, slices: tuple | None = None):
     if learner == "frozen":
         from bundle.learner import PreparedTask  # noqa: PLC0415
 
         return PreparedTask(**inputs, device="cuda")
     from bundle.fused_learner import DEFAULT_TRAIN_CTAS, FusedTask  # noqa: PLC0415
 
-    return FusedTask(**inputs, device="cuda", ctas=DEFAULT_TRAIN_CTAS if ctas is None else ctas, num_warps=warps)
+    feature, row = slices or (None, None)
+    return FusedTask(**inputs, device="cuda", ctas=DEFAULT_TRAIN_CTAS if ctas is None else ctas, num_warps=warps,
+                     feature_slice=feature, row_slice=row)
 
 
-def timing_child(learner: str, ctas: int | None, warps: int | None) -> dict:
+def timing_child(learner: str, ctas: int | None, warps: int | None, slices: tuple | None = None) -> dict:
     """Fresh-process peak memory, first-run time, outputs check and ms/task of one learner on draw 0."""
     import torch  # noqa: PLC0415
 
@@ -121,7 +124,7 @@ def timing_child(learner: str, ctas: int | None, warps: int | None) -> dict:
     torch.cuda.init()
     torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
-    task = _make_task(learner, inputs, ctas, warps)
+    task = _make_task(learner, inputs, ctas, warps, slices)
     task.run()
     torch.cuda.synchronize()
     record: dict = {"first_run_s": time.perf_counter() - started,  # prepare + compile + one invocation
@@ -193,17 +196,19 @@ def _run_child(args: list[str], timeout: float) -> dict:
 
 
 def _plan(default_ctas: int) -> list[tuple[str, dict, list[str]]]:
-    """(kind, identity, child args) in priority order."""
-    sweep = [g for g in dict.fromkeys((default_ctas, *SWEEP_CTAS))]
-    plan = [("timing", {"learner": "frozen"}, ["timing", "--learner", "frozen"]),
-            ("timing", {"learner": "fused", "ctas": 1}, ["timing", "--learner", "fused", "--ctas", "1"]),
-            ("timing", {"learner": "fused", "ctas": default_ctas},
-             ["timing", "--learner", "fused", "--ctas", str(default_ctas)]),
-            ("draws", {"ctas": default_ctas}, ["draws", "--ctas", str(default_ctas)])]
-    plan += [("timing", {"learner": "fused", "ctas": g}, ["timing", "--learner", "fused", "--ctas", str(g)])
-             for g in sweep[1:]]
-    plan += [("timing", {"learner": "fused", "ctas": default_ctas, "warps": w},
-              ["timing", "--learner", "fused", "--ctas", str(default_ctas), "--warps", str(w)]) for w in SWEEP_WARPS]
+    """(kind, identity, child args) in priority order: the frozen learner, :data:`SWEEP`, then the draws check."""
+    plan = [("timing", {"learner": "frozen"}, ["timing", "--learner", "frozen"])]
+    for ctas, warps, feature, row in SWEEP:
+        ident: dict = {"learner": "fused", "ctas": ctas}
+        args = ["timing", "--learner", "fused", "--ctas", str(ctas)]
+        if warps is not None:
+            ident["warps"] = warps
+            args += ["--warps", str(warps)]
+        if feature is not None:
+            ident["slices"] = [feature, row]
+            args += ["--slices", str(feature), str(row)]
+        plan.append(("timing", ident, args))
+    plan.append(("draws", {"ctas": default_ctas}, ["draws", "--ctas", str(default_ctas)]))
     return plan
 
 
@@ -229,7 +234,8 @@ def _environment(torch) -> dict:
 def _label(ident: dict) -> str:
     if ident.get("learner") == "frozen":
         return "frozen"
-    return "fused ctas=" + str(ident.get("ctas")) + (f" warps={ident['warps']}" if "warps" in ident else "")
+    return ("fused ctas=" + str(ident.get("ctas")) + (f" warps={ident['warps']}" if "warps" in ident else "")
+            + (" slices={}/{}".format(*ident["slices"]) if "slices" in ident else ""))
 
 
 def main() -> int:
@@ -295,11 +301,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--learner", choices=("frozen", "fused"), default="fused")
     parser.add_argument("--ctas", type=int, help="training programs of the fused learner (default: its default)")
     parser.add_argument("--warps", type=int, help="warps per training program (default: the learner's)")
+    parser.add_argument("--slices", type=int, nargs=2, metavar=("FEATURE", "ROW"),
+                        help="summed-axis slices of the products (default: the learner's)")
     args = parser.parse_args(argv)
     if args.child == "draws" and args.ctas is None:
         parser.error("--child draws needs --ctas")
-    if args.child is None and (args.ctas is not None or args.warps is not None):
-        parser.error("--ctas/--warps only with --child")
+    if args.child is None and (args.ctas is not None or args.warps is not None or args.slices is not None):
+        parser.error("--ctas/--warps/--slices only with --child")
     return args
 
 
@@ -309,7 +317,7 @@ def _child(args: argparse.Namespace) -> int:
         if args.child == "draws":
             record = draws_child(args.ctas)
         else:
-            record = timing_child(args.learner, args.ctas, args.warps)
+            record = timing_child(args.learner, args.ctas, args.warps, tuple(args.slices) if args.slices else None)
     except Exception as exc:
         print(json.dumps(_finite(_error(exc))))
         return 1

@@ -177,6 +177,47 @@ def test_interpreter_matches_eager_autograd_and_resets(ctas):
         assert "gave up" in grid["timeout_error"] and "\n" not in grid["timeout_error"]
 
 
+TRIM_CHILD = """
+import json, sys
+import numpy as np
+from bundle.fused_learner import FusedTask
+rng = np.random.Generator(np.random.PCG64(5150))
+train = rng.random((37, 1, 9, 9), dtype=np.float32)
+labels = rng.integers(0, 10, 37).astype(np.int64)
+query = rng.random((9, 1, 9, 9), dtype=np.float32)
+from bundle.learner import FROZEN_CONFIG
+task = FusedTask(train, labels, query, {**FROZEN_CONFIG, "batch_size": 16, "seed": 5}, device="cpu", ctas=int(sys.argv[1]),
+                 feature_slice=16)
+out = {"extent": task.feature_extent, "slices": None}
+task.run()
+_, meta = task.outputs()
+out["slices"] = meta["learner"]["product_slices"]
+trimmed = (task.state_hashes(), task.predictions.clone(), task.scores.clone())
+task.feature_extent = 64   # the whole padded tile: one more slice of 16 per product over features
+task.run()
+task.outputs()
+whole = (task.state_hashes(), task.predictions, task.scores)
+out["state_equal"] = trimmed[0] == whole[0]
+out["scores_bits_equal"] = bool((trimmed[2].view(-1).numpy().view(np.uint32) == whole[2].view(-1).numpy().view(np.uint32)).all())
+out["predictions_equal"] = bool((trimmed[1] == whole[1]).all())
+print(json.dumps(out))
+"""
+
+
+@needs_triton
+@pytest.mark.parametrize("ctas", [1, 4])
+def test_feature_extent_trim_leaves_every_bit(ctas):
+    """Products over features summed over 48 columns (slices of 16) give the bits of the whole 64-column tile.
+
+    The columns past 41 are zero padding, so the skipped slice adds exact zeros; final state, scores and
+    predictions must be bit-equal (interpreter, a synthetic task of 37 rows in batches of 16).
+    """
+    out = _interpreted(TRIM_CHILD, str(ctas))
+    assert out["extent"] == 48
+    assert out["slices"] == {"features": 16, "rows": 16, "feature_extent": 48}
+    assert out["state_equal"] and out["scores_bits_equal"] and out["predictions_equal"], out
+
+
 def test_bad_inputs_are_one_line_bundle_errors():
     inputs = load_draw(0).learner_inputs()
     cases = [
@@ -186,6 +227,8 @@ def test_bad_inputs_are_one_line_bundle_errors():
         ({"device": "mps"}, "unsupported device"),
         ({"num_warps": 3}, "num_warps"),
         *[({"ctas": bad}, "ctas must be a positive int") for bad in (0, -2, 2.0, True, "8", None)],
+        *[({"feature_slice": bad}, "feature_slice must be one of") for bad in (8, 48, 128, True, "16")],
+        ({"row_slice": 24}, "row_slice must be one of"),
     ]
     for kwargs, message in cases:
         with pytest.raises(BundleError, match=message) as info:

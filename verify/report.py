@@ -478,6 +478,18 @@ def _task_traffic(rep: VerifyReport | None) -> dict[str, dict[str, float]]:
     return out
 
 
+def _slices_text(slices: Any) -> str:
+    """The products' summation order of a fused archive, from the verifier's recomputed ``product_slices``."""
+    if slices is None:
+        return "product slices not recorded (records made before they were)"
+    if not isinstance(slices, dict):
+        return f"product slices {slices}"
+    extent = slices.get("feature_extent")
+    return (f"products summed in slices of {slices.get('features')} over features"
+            + (f" ({extent} of the 64 tile columns)" if extent is not None else "")
+            + f" and {slices.get('rows')} over batch rows")
+
+
 def _mean_ci(summary: dict[str, Any], decimals: int) -> str:
     return f"{fixed(summary['mean'], decimals)} {interval(summary['ci95_low'], summary['ci95_high'], decimals)}"
 
@@ -525,7 +537,9 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
                      if isinstance(programs, int) else NOT_VERIFIED)
     lines += [f"rev88-fused's launch shape, one across every record of the archive: training programs (CTAs) "
               f"{programs_text}, warps per program {shape['train_num_warps'] if shape['train_num_warps'] is not None else 'not recorded'}, "
-              f"Triton {shape['triton_version']}, kernel source sha256 `{str(shape['kernel_source_sha256'])[:16]}…`.", ""]
+              f"Triton {shape['triton_version']}, kernel source sha256 `{str(shape['kernel_source_sha256'])[:16]}…`, "
+              f"{_slices_text(next(iter(_values(ctx.rep, 'energy.learners.product_slices').values()), NOT_VERIFIED))}.",
+              ""]
     mine = _task_traffic(ctx.rep)
     if mine:
         theirs = _task_traffic(base)

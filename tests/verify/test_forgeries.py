@@ -106,6 +106,27 @@ def test_trial_counter_changed_everywhere_but_in_its_nvml_log_fails(tmp_path):
     assert "the log read" in fails["energy.nvml_log.stamps"][0].reason
 
 
+@pytest.mark.parametrize(("shift_s", "fails_check"), [(0.004, False), (0.050, True)])
+def test_power_sample_time_moved_against_its_sampler_read(tmp_path, shift_s, fails_check):
+    """A sample time 4 ms past its read (a GIL wait of the sampler thread) passes; 50 ms fails."""
+    root = _copy(tmp_path)
+    rel = "energy/trial-r00-workspace-4096-8.json.gz"
+    rec = _read(root, rel)
+    sample = rec["energy"]["trials"][0]["power_samples"][7]
+    log = gzip.decompress((root / "energy/trial-r00-workspace-4096-8.nvml.jsonl.gz").read_bytes()).decode().splitlines()
+    reads = [json.loads(line) for line in log if json.loads(line).get("channel") == "sampler"]
+    sample["time_s"] = reads[7]["t_end_s"] + shift_s
+    _write(root, rel, rec)
+    _rebuild_interleaved(root)
+    _rebuild_manifest(root)
+    fails = _failures(root)
+    if fails_check:
+        assert set(fails) == {"energy.nvml_log.power_samples"}, sorted(fails)
+        assert "sample 7 " in fails["energy.nvml_log.power_samples"][0].reason
+    else:
+        assert not fails, sorted(fails)
+
+
 def test_profile_csv_record_and_summary_changed_while_its_ncu_output_prints_the_real_count_fails(tmp_path):
     root = _copy(tmp_path)
     name = "workspace-16-8-task-r01"  # one of the 8 runs without a stored .ncu-rep

@@ -1,5 +1,6 @@
-"""The rev88-fused run archives (evidence/h200-fused-20261201 with the single-CTA kernel, and
-evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8; one H200 each): verified with 0 FAIL,
+"""The rev88-fused run archives (evidence/h200-fused-20261201 with the single-CTA kernel,
+evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8, evidence/h200-fused-20261202 with the
+single-CTA kernel summing 48 feature columns in slices of 16; one H200 each): verified with 0 FAIL,
 forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -21,17 +22,19 @@ from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
 ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
 GRID_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201-g8"
+SLICED_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261202"   # ctas=1, products in slices of 16 over features
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
-@pytest.mark.parametrize(("archive", "programs"), [(ARCHIVE, None), (GRID_ARCHIVE, 8)],
-                         ids=["single-cta", "grid-8"])
+@pytest.mark.parametrize(("archive", "programs"), [(ARCHIVE, None), (GRID_ARCHIVE, 8), (SLICED_ARCHIVE, 1)],
+                         ids=["single-cta", "grid-8", "single-cta-sliced"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs) -> None:
     statuses = check_statuses(archive)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
                   "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs",
-                  "energy.learners.metadata_block", "energy.learners.inventory_shape"):
+                  "energy.learners.metadata_block", "energy.learners.inventory_shape",
+                  "energy.learners.product_slices", "energy.learners.product_slices.form"):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
@@ -91,6 +94,15 @@ def _one_program(rec: dict) -> None:
     rec["metadata"]["learner"]["train_programs"] = 1
 
 
+def _other_slices(rec: dict) -> None:
+    """One trial summed in another order (slices of 32, the whole tile) than the rest of the archive."""
+    rec["metadata"]["learner"]["product_slices"] = {"features": 32, "rows": 32, "feature_extent": 64}
+
+
+def _extent_too_short(rec: dict) -> None:
+    rec["metadata"]["learner"]["product_slices"]["feature_extent"] = 32  # would drop live features 32…40
+
+
 @pytest.mark.parametrize(("archive", "rel", "change", "check"), [
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
@@ -105,6 +117,9 @@ def _one_program(rec: dict) -> None:
      "energy.learners.inventory_shape"),
     (GRID_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _more_programs_than_sms,
      "energy.learners.train_programs.form"),
+    (SLICED_ARCHIVE, "energy/trial-r04-rev88-fused-workspace-16-8.json.gz", _other_slices,
+     "energy.learners.product_slices"),
+    (SLICED_ARCHIVE, "qualify/draw-02.json.gz", _extent_too_short, "energy.learners.product_slices.form"),
 ])
 def test_forgery_fails(tmp_path: Path, archive: Path, rel: str, change, check: str) -> None:
     root = linked_copy(archive, tmp_path)

@@ -163,6 +163,17 @@ GRID_ONLY_BUFFERS = ("barrier_count", "state_map")
 LAUNCH_KEYS = ("kernel_source_sha256", "triton_version", "train_programs", "train_num_warps")
 
 
+def _slices_form(v: Any) -> bool:
+    """``metadata.learner.product_slices`` well formed: ``features``/``rows`` in (16, 32, 64), and
+    ``feature_extent`` (absent before it was recorded) = ceil(41 / features) × features."""
+    if not isinstance(v, dict) or set(v) - {"features", "rows", "feature_extent"}:
+        return False
+    feat, rows = v.get("features"), v.get("rows")
+    if not all(type(x) is int and x in (16, 32, 64) for x in (feat, rows)):
+        return False
+    return "feature_extent" not in v or v["feature_extent"] == -(-41 // feat) * feat
+
+
 def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
     """Every ``rev88-fused`` record of the archive (qualify, energy, profile; run whether or not the
     archive holds the learners design):
@@ -172,6 +183,9 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       absent in records made before they were recorded) across the archive;
     * each record's ``metadata.learner`` agrees with its ``learner`` block on those four keys (on
       ``train_num_warps`` only where the block has it: older records kept it in the metadata only);
+    * one summation order (``metadata.learner.product_slices``: the feature and row slices of the
+      products and the features summed, :func:`bundle.fused_learner.feature_extent`; None in records
+      made before it was recorded) across the archive, well formed;
     * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
     * Triton's interpreter used exactly when the record ran on the CPU.
@@ -197,6 +211,18 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
                               f"a {key} is not a positive int (at most the record's sm_count for train_programs; "
                               f"absent only in records made before it was recorded): {'; '.join(bad[:3])}",
                               recorded=sorted({str(b.get(key)) for _, b, _, _ in found})))
+    slices = [((rec.get("metadata") or {}).get("learner") or {}).get("product_slices") for _, _, _, rec in found]
+    seen = sorted({json.dumps(v, sort_keys=True) for v in slices})
+    out.append(check_true("energy.learners.product_slices", LEARNERS, len(seen) == 1,
+                          f"{len(found)} rev88-fused records name {len(seen)} product slicings (metadata.learner."
+                          "product_slices): one summation order ran them all", recorded=seen,
+                          recomputed=json.loads(seen[0]) if len(seen) == 1 else None))
+    bad_slices = [f"{rel}: {v!r}" for (rel, *_), v in zip(found, slices, strict=True)
+                  if v is not None and not _slices_form(v)]
+    out.append(check_true("energy.learners.product_slices.form", LEARNERS, not bad_slices,
+                          "product_slices must name features and rows slices of 16, 32 or 64 and, where recorded, "
+                          "feature_extent = the smallest multiple of the feature slice >= 41 (bundle.fused_learner."
+                          f"feature_extent): {'; '.join(bad_slices[:3])}"))
     shas = [b.get("kernel_source_sha256") for _, b, _, _ in found]
     out.append(check_true("energy.learners.kernel_source_sha256.form", LEARNERS,
                           all(isinstance(v, str) and HEX64.fullmatch(v) for v in shas),
