@@ -28,9 +28,10 @@ The arithmetic is float32 throughout and no product uses TF32, but the summation
 the products differs from cuBLAS's and from the CPU's (and on the GPU triton may contract a
 multiply and an add into one FMA, its default), so final parameters, velocities and scores
 are not the frozen learner's bits; predictions are compared with the frozen ones
-(tests/test_fused_learner.py, scripts/fused_device.py). Products are summed in slices of 32
-on the GPU and whole in the interpreter (compile-time constants of the same code: each slice
-costs interpreter time), so the interpreter's bits are not the GPU's either. The multi-CTA
+(tests/test_fused_learner.py, scripts/fused_device.py). Products are summed on the GPU in
+slices of 16 over features (48 of the 64 padded columns: the rest is zero padding, skipped
+bit-exactly) and 32 over batch rows, and whole in the interpreter (compile-time constants of the
+same code: each slice costs interpreter time), so the interpreter's bits are not the GPU's either. The multi-CTA
 kernel sums every gradient over its G row blocks first and then over the blocks (in program
 order), so its bits are not the single-CTA kernel's either; again only predictions are compared.
 
