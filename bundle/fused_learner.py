@@ -48,7 +48,6 @@ e.g. in a fresh process. ``device="cpu"`` needs it on, ``device="cuda"`` needs i
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -59,7 +58,7 @@ import torch
 
 from bundle.data import array_sha256
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_CTAS_ENV
+from bundle.jobs import FUSED_DEFAULT_CTAS, fused_ctas_setting
 from bundle.learner import (
     FROZEN_CONFIG,
     HALF,
@@ -85,7 +84,7 @@ PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
 DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
-DEFAULT_TRAIN_CTAS = 1    # training programs by default: the single-CTA kernel, the least idle-adjusted mJ/task measured
+DEFAULT_TRAIN_CTAS = FUSED_DEFAULT_CTAS  # 1 training program by default: the single-CTA kernel, the least idle-adjusted mJ/task measured
 GRID_TRAIN_CTAS = 8       # the multi-CTA kernel's measured G (REV88_FUSED_CTAS=8): 8 × 16 rows of a 128-row batch,
                           # 11 draws bit-equal and 2.8x faster on an H200, but more idle-adjusted mJ/task (docs/report-h200-fused-20261201-g8)
 DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
@@ -230,14 +229,8 @@ def train_ctas_from_env(environ: Mapping[str, str] | None = None) -> int:
         BundleError: the variable is set but not a plain decimal from 1 to 999 (the GPU path also
             refuses more than the SM count, in :class:`FusedTask`).
     """
-    raw = (os.environ if environ is None else environ).get(FUSED_CTAS_ENV)
-    if raw is None or raw.strip() == "":
-        return DEFAULT_TRAIN_CTAS
-    if not re.fullmatch(r"[1-9][0-9]{0,2}", raw.strip()):
-        raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a plain decimal from 1 to 999 (no sign, no leading zero): "
-                          f"set it to the rev88-fused training programs (1 = the single-CTA kernel, {GRID_TRAIN_CTAS} = "
-                          "the measured multi-CTA one; on a GPU at most its SM count) or unset it")
-    return int(raw.strip())
+    value = fused_ctas_setting(environ)
+    return DEFAULT_TRAIN_CTAS if value is None else value
 
 
 class FusedTask:

@@ -32,10 +32,33 @@ WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"
 #: The rev88-fused learner's training programs (bundle.fused_learner.train_ctas_from_env); the
 #: phases forward it from the host into every fixture job (bundle.phases.fixture_runner.engine_env).
 FUSED_CTAS_ENV = "REV88_FUSED_CTAS"
+FUSED_DEFAULT_CTAS = 1   # its training programs when the variable is unset (bundle.fused_learner.DEFAULT_TRAIN_CTAS)
+FUSED_CTAS_HINT = ("set it to the rev88-fused training programs (1 = the single-CTA kernel, 8 = the measured "
+                   "multi-CTA one; on a GPU at most its SM count) or unset it")
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
 _RUNNING: set[int] = set()  # process-group ids of the jobs SubprocessEngine is running (kill_running_jobs)
 _RUNNING_GUARD = threading.Lock()
+
+
+def fused_ctas_setting(environ: Mapping[str, str] | None = None) -> int | None:
+    """``$REV88_FUSED_CTAS`` (:data:`FUSED_CTAS_ENV`) as an int, or None when unset or blank.
+
+    Torch-free, so the host checks it before a phase starts any job (``engine_env`` in
+    :mod:`bundle.phases.fixture_runner`), and the fixture reads it through
+    :func:`bundle.fused_learner.train_ctas_from_env`.
+
+    Raises:
+        BundleError: set but not a plain decimal from 1 to 999 (no sign, no leading zero).
+    """
+    raw = (os.environ if environ is None else environ).get(FUSED_CTAS_ENV)
+    if raw is None or raw.strip() == "":
+        return None
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 3 and text[0] != "0"):
+        raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a plain decimal from 1 to 999 (no sign, no leading zero): "
+                          f"{FUSED_CTAS_HINT}")
+    return int(text)
 
 
 def kill_running_jobs() -> int:

@@ -52,3 +52,55 @@ def test_the_fixture_refuses_a_bad_value_in_one_line(tmp_path) -> None:
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and FUSED_CTAS_ENV in lines[0] and "Traceback" not in proc.stderr, proc.stderr
     assert not out.exists()
+
+
+def test_a_phase_refuses_a_bad_value_before_its_first_job(tmp_path) -> None:
+    """``rev88 qualify`` with a malformed REV88_FUSED_CTAS: one line naming it, exit non-zero, no job
+    started (no fixture record, no finished phase folder)."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from tests.conftest import REPO_ROOT  # noqa: PLC0415
+
+    out = tmp_path / "run"
+    env = {**os.environ, FUSED_CTAS_ENV: "08", "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
+                           "--jobs", "1", "--out", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr and FUSED_CTAS_ENV in lines[-1], proc.stderr[-2000:]
+    assert not list(out.rglob("draw-*.json.gz")), sorted(map(str, out.rglob("*")))
+    assert not (out / "qualify").is_dir()
+
+
+@pytest.mark.parametrize(("archive", "env", "refused"), [
+    ("h200-fused-20261201-g8", None, True), ("h200-fused-20261201-g8", "8", False),
+    ("h200-fused-20261201-g8", "4", True), ("h200-fused-20261201", None, False),   # records before train_programs: 1
+    ("h200-fused-20261201", "8", True), ("h200-fused-20261202", "1", False), ("h200-fused-20261202", "2", True)])
+def test_a_resume_refuses_kept_records_of_another_launch_shape(monkeypatch, archive, env, refused) -> None:
+    """Kept qualify, energy and profile records of the shipped fused archives against the host's setting."""
+    from bundle import archive as arch  # noqa: PLC0415
+    from bundle.phases.fixture_runner import check_resumed_launch  # noqa: PLC0415
+    from tests.conftest import REPO_ROOT  # noqa: PLC0415
+
+    root = REPO_ROOT / "evidence" / archive
+    if env is None:
+        monkeypatch.delenv(FUSED_CTAS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(FUSED_CTAS_ENV, env)
+    blocks = [(arch.read_json_gz(root / "qualify" / "draw-04.json.gz").get("fixture") or {}).get("learner"),
+              arch.read_json_gz(root / "energy" / "trial-r01-rev88-fused-workspace-16-8.json.gz").get("learner"),
+              (arch.read_json_gz(root / "profile" / "workspace-16-8-task-r00.json.gz").get("fixture") or {}).get(
+                  "learner")]
+    assert all(isinstance(b, dict) and b["name"] == "rev88-fused" for b in blocks), blocks
+    for block in blocks:
+        if refused:
+            with pytest.raises(BundleError, match="resume with REV88_FUSED_CTAS=") as info:
+                check_resumed_launch(block, "kept record")
+            assert "\n" not in str(info.value)
+        else:
+            check_resumed_launch(block, "kept record")
+    check_resumed_launch(arch.read_json_gz(root / "energy" / "trial-r01-rev88-workspace-16-8.json.gz").get("learner"),
+                         "a rev88 record: nothing to check")

@@ -40,6 +40,7 @@ from bundle.archive import RunArchive
 from bundle.errors import BundleError
 from bundle.jobs import Engine
 from bundle.phases.fixture_runner import (
+    check_resumed_launch,
     draw_inputs,
     fixture_job,
     run_fixture_job,
@@ -170,6 +171,7 @@ def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, wor
         record = archive.read_json_gz(output)
         if record.get("input_archive_sha256") != archive.file_sha256(npz):
             raise BundleError(f"staged {output} was made from other inputs: delete {stage.path} and rerun")
+        check_resumed_launch(record.get("learner"), f"staged {output}")
         return _same_learner(record, learner, output)
     energy_cfg = archive.write_json(stage.path.resolve() / f"{stem}.energy-config.json", dict(settings))
     if on_job is not None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from bundle import archive
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_CTAS_ENV, Engine, JobSpec
+from bundle.jobs import FUSED_CTAS_ENV, FUSED_DEFAULT_CTAS, Engine, JobSpec, fused_ctas_setting
 
 INPUT_KEYS = ("train_images", "train_labels", "test_images")
 PREFERRED_WORKSPACE = ":16:8"
@@ -107,14 +107,40 @@ def write_fixture_inputs(folder: Path, inputs: Mapping[str, np.ndarray], config:
 def engine_env(engine: Engine) -> dict[str, str]:
     """Environment a fixture job gets to describe its engine (``REV88_ENGINE``, ``REV88_IMAGE_REFERENCE``),
     plus the host's ``REV88_FUSED_CTAS`` when set (the rev88-fused training programs; every engine
-    passes it, the Docker one included)."""
+    passes it, the Docker one included).
+
+    Raises:
+        BundleError: ``REV88_FUSED_CTAS`` is set but malformed (:func:`bundle.jobs.fused_ctas_setting`).
+    """
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
-    if os.environ.get(FUSED_CTAS_ENV):
+    if fused_ctas_setting() is not None:   # a bad value is refused here, before the phase's first job starts
         env[FUSED_CTAS_ENV] = os.environ[FUSED_CTAS_ENV]
     image = getattr(engine, "image_reference", None)
     if image:
         env["REV88_IMAGE_REFERENCE"] = str(image)
     return env
+
+
+def check_resumed_launch(block: Any, where: str) -> None:
+    """Refuse to resume with a kept ``rev88-fused`` record made at another training-program count.
+
+    *block* is the record's ``learner`` block (None or a ``rev88`` block: nothing to check); its
+    ``train_programs`` (absent in records made before it was recorded: 1) must equal what the
+    host's ``REV88_FUSED_CTAS`` asks for now (unset: :data:`bundle.jobs.FUSED_DEFAULT_CTAS`), since
+    an archive may hold one launch shape only (the verifier's ``energy.learners.train_programs``).
+
+    Raises:
+        BundleError: the counts differ, or the variable is malformed.
+    """
+    if not isinstance(block, Mapping) or block.get("name") != "rev88-fused":
+        return
+    want = fused_ctas_setting()
+    want = FUSED_DEFAULT_CTAS if want is None else want
+    got = block.get("train_programs")
+    got = 1 if got is None else got
+    if got != want:
+        raise BundleError(f"{where} was made with {got} rev88-fused training programs, but {FUSED_CTAS_ENV} asks for "
+                          f"{want} now: resume with {FUSED_CTAS_ENV}={got}, or start the phase over with --force")
 
 
 def fixture_job(name: str, *, engine: Engine, npz: Path, config: Path, output: Path, workspace: str,

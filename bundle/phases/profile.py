@@ -36,7 +36,7 @@ from bundle import profile as counters
 from bundle.errors import BundleError
 from bundle.jobs import WORKSPACE_ENV, Engine, JobResult, JobSpec
 from bundle.phases.energy import learner_of
-from bundle.phases.fixture_runner import engine_env
+from bundle.phases.fixture_runner import check_resumed_launch, engine_env
 
 PHASE = "profile"
 WORKSPACE_CONFIGS = (":4096:8", ":16:8")
@@ -478,6 +478,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         for index, run in enumerate(runs):
             if stage.has(f"{run.name}.json.gz"):
                 records[run.name] = archive.read_json_gz(stage / f"{run.name}.json.gz")
+                check_resumed_launch((records[run.name].get("fixture") or {}).get("learner"),
+                                     f"{stage.path} run {run.name}")
                 staged = learner_of(records[run.name].get("fixture") or {})
                 if staged != learner:
                     raise BundleError(f"{stage.path} holds run {run.name} of learner {staged}, not {learner}: "

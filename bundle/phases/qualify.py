@@ -30,6 +30,7 @@ from bundle import archive
 from bundle.archive import RunArchive
 from bundle.data import DRAW_COUNT, array_sha256, dataset_seed, evaluation_labels, load_draw
 from bundle.errors import BundleError
+from bundle.phases.fixture_runner import check_resumed_launch
 
 PHASE = "qualify"
 SCHEMA_VERSION = 1
@@ -298,6 +299,7 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
             name = f"draw-{i:02d}.json.gz"
             if stage.has(name) and stage.has(f"draw-{i:02d}.predictions.npy"):
                 records[i] = archive.read_json_gz(stage / name)
+                check_resumed_launch((records[i].get("fixture") or {}).get("learner"), f"{stage.path}/{name}")
                 on_draw and on_draw(i, "resumed")
             else:
                 todo.append(i)
