@@ -253,11 +253,14 @@ class FusedTask:
             must not exceed the SM count (132 on an H200; one program always fits on an SM, and
             nothing else may hold SMs for long while it runs).
         feature_slice, row_slice: summed-axis slice of every tl.dot over features and over batch
-            rows, one of :data:`PRODUCT_SLICES` (rows capped at the row tile); default on the GPU
-            :data:`GPU_FEATURE_SLICE` over features and :data:`GPU_PRODUCT_SLICE` over rows, in the
-            interpreter the whole sum. Products over features
-            sum :func:`feature_extent` (feature_slice) columns. Other slices sum in another order
-            (other final bits), so measurements name them (metadata ``learner.product_slices``).
+            rows, one of :data:`PRODUCT_SLICES` (rows capped at the row tile; the record names the
+            capped value); default on the GPU :data:`GPU_FEATURE_SLICE` over features and
+            :data:`GPU_PRODUCT_SLICE` over rows, in the interpreter the whole sum. Products over
+            features sum :func:`feature_extent` (feature_slice) columns. Measured on an H200: with
+            one program the final bits did not depend on the slicing (16/48 and 32/64 gave the same
+            state hashes: the skipped padding adds exact zeros, and triton's FMA products add the
+            terms in the same order either way); with 8 programs they did, predictions did not.
+            Records name the slicing (metadata ``learner.product_slices``).
 
     Attributes (all on ``device``):
         initial, params, velocity: float32 (7554,), state-vector order of spec 3.
@@ -292,7 +295,8 @@ class FusedTask:
         if num_warps not in (1, 2, 4, 8, 16, 32):
             raise BundleError(f"num_warps must be a power of two from 1 to 32 (got {num_warps!r})")
         for what, value in (("feature_slice", feature_slice), ("row_slice", row_slice)):
-            if value is not None and (isinstance(value, bool) or value not in PRODUCT_SLICES):
+            if value is not None and (isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer)
+                                      or int(value) not in PRODUCT_SLICES):
                 raise BundleError(f"{what} must be one of {PRODUCT_SLICES} (got {value!r})")
         arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
         if device not in ("cuda", "cpu"):
@@ -339,8 +343,9 @@ class FusedTask:
         self.predictions = torch.empty(self.test_count, dtype=torch.int64, device=self.device)
         self.scores = torch.empty((self.test_count, CLASSES), dtype=torch.float32, device=self.device)
         self.batch_tile = max(16, _next_pow2(cfg["batch_size"]))
-        # summed-axis slices: 32 on the GPU (register pressure); whole sums in the interpreter,
-        # where each slice costs interpreter overhead (same code, other compile-time constants)
+        # summed-axis slices: on the GPU 16 over features, 32 over rows (measured fastest); whole
+        # sums in the interpreter, where each slice costs interpreter overhead (same code, other
+        # compile-time constants)
         if feature_slice is None:
             feature_slice = HALF_TILE if interpreted else GPU_FEATURE_SLICE
         self.feature_slice = int(feature_slice)

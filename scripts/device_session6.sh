@@ -8,7 +8,7 @@
 set -u -o pipefail
 source "$(dirname "$0")/device_lib.sh"
 case "$STEP" in
-  1) timed fused-device 200 python3 scripts/fused_device.py
+  1) timed fused-device 420 python3 scripts/fused_device.py
      mkdir -p .device && cp "$OUT/fused-device.json" .device/ 2>/dev/null
      timed l2-probe "${PROBE_TIMEOUT:-340}" python3 scripts/l2_context_probe.py --scope task --rounds 2 \
        --deadline "${PROBE_DEADLINE:-320}" ;;

@@ -21,7 +21,8 @@ a hung grid barrier costs that child only; the parent never launches a kernel):
   (evidence/rev88-original/predictions).
 
 A child starts only while ``DEADLINE_S`` allows (its timeout is cut to what is left), in
-priority order: frozen, the sweep, the draws check.
+priority order: frozen, the first two shapes of the sweep, the draws check, the rest. The JSON is
+rewritten (atomically) after every child, so a stopped run keeps what finished.
 Writes ``$OUT/fused-device.json`` (``./fused-device.json`` without ``OUT``) and prints a summary.
 
 ``--child timing --learner frozen|fused [--ctas N] [--warps N] [--slices F R]`` and ``--child draws --ctas N``
@@ -78,6 +79,13 @@ def _finite(obj):
     if isinstance(obj, list):
         return [_finite(v) for v in obj]
     return obj
+
+
+def _write_atomic(path: Path, result: dict) -> None:
+    """Strict JSON of *result* at *path*, through a temporary file and a rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_finite(result), indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
 
 
 def _storage_bytes(named) -> int:
@@ -196,7 +204,8 @@ def _run_child(args: list[str], timeout: float) -> dict:
 
 
 def _plan(default_ctas: int) -> list[tuple[str, dict, list[str]]]:
-    """(kind, identity, child args) in priority order: the frozen learner, :data:`SWEEP`, then the draws check."""
+    """(kind, identity, child args) in priority order: the frozen learner, the first two shapes of
+    :data:`SWEEP`, the draws check, then the rest of the sweep."""
     plan = [("timing", {"learner": "frozen"}, ["timing", "--learner", "frozen"])]
     for ctas, warps, feature, row in SWEEP:
         ident: dict = {"learner": "fused", "ctas": ctas}
@@ -208,7 +217,7 @@ def _plan(default_ctas: int) -> list[tuple[str, dict, list[str]]]:
             ident["slices"] = [feature, row]
             args += ["--slices", str(feature), str(row)]
         plan.append(("timing", ident, args))
-    plan.append(("draws", {"ctas": default_ctas}, ["draws", "--ctas", str(default_ctas)]))
+    plan.insert(3, ("draws", {"ctas": default_ctas}, ["draws", "--ctas", str(default_ctas)]))
     return plan
 
 
@@ -255,6 +264,9 @@ def main() -> int:
     except Exception as exc:
         result["environment"] = _error(exc)
     result["timings"], result["draws"] = [], None
+    out_dir = Path(os.environ.get("OUT") or ".")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "fused-device.json"
     for kind, ident, args in _plan(GRID_TRAIN_CTAS):
         left = DEADLINE_S - (time.perf_counter() - started)
         if left < MIN_CHILD_S:
@@ -275,6 +287,7 @@ def main() -> int:
                   f"{record.get('peak_allocated_bytes')} B, draw 0 equal frozen "
                   f"{record.get('predictions_equal_frozen_hash')} "
                   f"{record.get('error') or record.get('skipped') or ''}", flush=True)
+        _write_atomic(path, result)
     draws = (result["draws"] or {}).get("draws") or []
     result["summary"] = {
         "ms_per_task_median": {_label(r): r.get("ms_per_task_median") for r in result["timings"]},
@@ -286,10 +299,7 @@ def main() -> int:
         "flips_per_draw_default_ctas": [r.get("flips_vs_frozen_file") for r in draws],
         "wall_s": time.perf_counter() - started,
     }
-    out_dir = Path(os.environ.get("OUT") or ".")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "fused-device.json"
-    path.write_text(json.dumps(_finite(result), indent=2, allow_nan=False) + "\n")
+    _write_atomic(path, result)
     print(json.dumps(_finite(result["summary"]), indent=2))
     print(f"wrote {path}")
     return 0

@@ -98,8 +98,8 @@ def _counts(text: str) -> list[int]:
         values = [int(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of ints") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: every G must be >= 1")
+    if not values or min(values) < 1 or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: every G must be >= 1 and named once")
     return values
 
 
@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 2:
         parser.error("--rounds must be >= 2 (an interval needs two trials per arm)")
+    if not args.deadline > 0:
+        parser.error("--deadline must be a positive number of seconds")
     ctas = args.ctas
     started = time.perf_counter()
     out = Path(os.environ.get("OUT") or ".")
@@ -130,9 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             trial = _trial(engine, work, npz, cfg, arm, round_index, position)
-        except BundleError as exc:
-            result["errors"].append(f"{arm['label']} round {round_index}: {exc}")
-            print(f"{arm['label']:22s} r{round_index}: ERROR {exc}", flush=True)
+        except (BundleError, KeyError, TypeError, ValueError) as exc:   # a failed job or a malformed record
+            why = str(exc) if isinstance(exc, BundleError) else f"malformed record ({type(exc).__name__}: {exc})"
+            result["errors"].append(f"{arm['label']} round {round_index}: {why}")
+            print(f"{arm['label']:22s} r{round_index}: ERROR {why}", flush=True)
+            archive.write_json(path, result)
             continue
         trial["wall_s"] = time.perf_counter() - t0
         result["trials"].append(trial)
@@ -151,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     archive.write_json(path, result)
     print(f"predictions equal to the frozen draw 0: {sum(result['predictions_equal_frozen_draw0'].values())}"
           f"/{len(result['trials'])} trials")
+    for arm in arms:
+        if arm["label"] not in (result.get("summary") or {}):
+            print(f"{arm['label']:22s} fewer than 2 trials: no summary", flush=True)
     for label, entry in (result.get("summary") or {}).items():
         s = entry["idle_adjusted_mj_per_task"]
         r = (entry.get("ratio_vs_baseline") or {}).get("idle_adjusted_mj_per_task")

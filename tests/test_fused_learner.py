@@ -227,7 +227,8 @@ def test_bad_inputs_are_one_line_bundle_errors():
         ({"device": "mps"}, "unsupported device"),
         ({"num_warps": 3}, "num_warps"),
         *[({"ctas": bad}, "ctas must be a positive int") for bad in (0, -2, 2.0, True, "8", None)],
-        *[({"feature_slice": bad}, "feature_slice must be one of") for bad in (8, 48, 128, True, "16")],
+        *[({"feature_slice": bad}, "feature_slice must be one of") for bad in (8, 48, 128, True, "16", 16.0,
+                                                                           np.float32(32), np.array([16, 32]))],
         ({"row_slice": 24}, "row_slice must be one of"),
     ]
     for kwargs, message in cases:

@@ -99,6 +99,12 @@ def _other_slices(rec: dict) -> None:
     rec["metadata"]["learner"]["product_slices"] = {"features": 32, "rows": 32, "feature_extent": 64}
 
 
+def _energy_metadata_slices(rec: dict) -> None:
+    """The trial's before/after metadata say slices of 32 while its metadata says 16."""
+    for key in ("before_metadata", "after_metadata"):
+        rec["energy"][key]["learner"]["product_slices"] = {"features": 32, "rows": 32, "feature_extent": 64}
+
+
 def _extent_too_short(rec: dict) -> None:
     rec["metadata"]["learner"]["product_slices"]["feature_extent"] = 32  # would drop live features 32…40
 
@@ -120,6 +126,8 @@ def _extent_too_short(rec: dict) -> None:
     (SLICED_ARCHIVE, "energy/trial-r04-rev88-fused-workspace-16-8.json.gz", _other_slices,
      "energy.learners.product_slices"),
     (SLICED_ARCHIVE, "qualify/draw-02.json.gz", _extent_too_short, "energy.learners.product_slices.form"),
+    (SLICED_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _energy_metadata_slices,
+     "energy.learners.product_slices"),
 ])
 def test_forgery_fails(tmp_path: Path, archive: Path, rel: str, change, check: str) -> None:
     root = linked_copy(archive, tmp_path)
@@ -139,3 +147,15 @@ def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
         rec["metadata"]["learner"] = dict(fused)
     forge_record(root, "compare/workspace-16-8.json.gz", relabel)
     assert "FAIL" in check_statuses(root).get("fixture.learner", set())
+
+
+@pytest.mark.parametrize(("slices", "ok"), [
+    ({"features": 16, "rows": 32, "feature_extent": 48}, True), ({"features": 32, "rows": 16}, True),
+    ({"features": 64, "rows": 128, "feature_extent": 64}, True),   # the interpreter: whole sums
+    ({"features": 16, "rows": 32, "feature_extent": 64}, False), ({"features": 8, "rows": 32}, False),
+    ({"features": 16, "rows": 24}, False), ({"features": 16.0, "rows": 32}, False),
+    ({"features": 16, "rows": 32, "extra": 1}, False), ("16/32", False)])
+def test_product_slices_form(slices, ok) -> None:
+    from verify.checks.run_energy import _slices_form  # noqa: PLC0415
+
+    assert _slices_form(slices) is ok

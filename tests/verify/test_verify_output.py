@@ -24,7 +24,8 @@ from verify.render import render_lines, unavailable_groups
 from verify.result import CheckResult, Status, VerifyReport
 
 EVIDENCE = REPO_ROOT / "evidence"
-ARCHIVES = ("h200-20261201-r2", "h200-fused-20261201", "h200-fused-20261201-g8", "pinned-cpu-20261201", "rev88-original")  # every shipped archive
+ARCHIVES = ("h200-20261201-r2", "h200-fused-20261201", "h200-fused-20261201-g8", "h200-fused-20261202",
+            "pinned-cpu-20261201", "rev88-original")  # every shipped archive
 
 
 def _env(**extra: str) -> dict[str, str]:

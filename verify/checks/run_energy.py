@@ -164,12 +164,13 @@ LAUNCH_KEYS = ("kernel_source_sha256", "triton_version", "train_programs", "trai
 
 
 def _slices_form(v: Any) -> bool:
-    """``metadata.learner.product_slices`` well formed: ``features``/``rows`` in (16, 32, 64), and
-    ``feature_extent`` (absent before it was recorded) = ceil(41 / features) × features."""
+    """``metadata.learner.product_slices`` well formed: ``features`` in (16, 32, 64), ``rows`` a power
+    of two from 16 to 256 (the interpreter sums a whole row tile, up to the learner's 256-row limit),
+    and ``feature_extent`` (absent before it was recorded) = ceil(41 / features) × features."""
     if not isinstance(v, dict) or set(v) - {"features", "rows", "feature_extent"}:
         return False
     feat, rows = v.get("features"), v.get("rows")
-    if not all(type(x) is int and x in (16, 32, 64) for x in (feat, rows)):
+    if not (type(feat) is int and feat in (16, 32, 64) and type(rows) is int and rows in (16, 32, 64, 128, 256)):
         return False
     return "feature_extent" not in v or v["feature_extent"] == -(-41 // feat) * feat
 
@@ -185,7 +186,8 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       ``train_num_warps`` only where the block has it: older records kept it in the metadata only);
     * one summation order (``metadata.learner.product_slices``: the feature and row slices of the
       products and the features summed, :func:`bundle.fused_learner.feature_extent`; None in records
-      made before it was recorded) across the archive, well formed;
+      made before it was recorded) across the archive, in every copy a record holds (energy trials
+      also in ``energy.before_metadata`` and ``energy.after_metadata``), well formed;
     * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
     * Triton's interpreter used exactly when the record ran on the CPU.
@@ -211,14 +213,22 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
                               f"a {key} is not a positive int (at most the record's sm_count for train_programs; "
                               f"absent only in records made before it was recorded): {'; '.join(bad[:3])}",
                               recorded=sorted({str(b.get(key)) for _, b, _, _ in found})))
-    slices = [((rec.get("metadata") or {}).get("learner") or {}).get("product_slices") for _, _, _, rec in found]
+    # every copy of the slicing a record holds: its metadata, and for energy trials the metadata the
+    # fixture took before and after the trial's invocations
+    copies: list[tuple[str, Any]] = []
+    for rel, _, _, rec in found:
+        energy = rec.get("energy") if isinstance(rec.get("energy"), dict) else {}
+        metas = [rec.get("metadata"), *(energy[k] for k in ("before_metadata", "after_metadata") if energy.get(k))]
+        for meta in metas:
+            learner = meta.get("learner") if isinstance(meta, dict) else None
+            copies.append((rel, learner.get("product_slices") if isinstance(learner, dict) else None))
+    slices = [v for _, v in copies]
     seen = sorted({json.dumps(v, sort_keys=True) for v in slices})
     out.append(check_true("energy.learners.product_slices", LEARNERS, len(seen) == 1,
                           f"{len(found)} rev88-fused records name {len(seen)} product slicings (metadata.learner."
                           "product_slices): one summation order ran them all", recorded=seen,
                           recomputed=json.loads(seen[0]) if len(seen) == 1 else None))
-    bad_slices = [f"{rel}: {v!r}" for (rel, *_), v in zip(found, slices, strict=True)
-                  if v is not None and not _slices_form(v)]
+    bad_slices = [f"{rel}: {v!r}" for rel, v in copies if v is not None and not _slices_form(v)]
     out.append(check_true("energy.learners.product_slices.form", LEARNERS, not bad_slices,
                           "product_slices must name features and rows slices of 16, 32 or 64 and, where recorded, "
                           "feature_extent = the smallest multiple of the feature slice >= 41 (bundle.fused_learner."
