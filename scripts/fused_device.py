@@ -226,6 +226,7 @@ def _environment(torch) -> dict:
 
     props = torch.cuda.get_device_properties(0)
     return {
+        "gpu_uuid": str(getattr(props, "uuid", "")) or None,
         "python": platform.python_version(), "torch": torch.__version__, "torch_cuda": torch.version.cuda,
         "triton": fused_learner.triton_version(), "device_name": props.name, "sm_count": props.multi_processor_count,
         "device_count": torch.cuda.device_count(), "capability": list(torch.cuda.get_device_capability(0)),
