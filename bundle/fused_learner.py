@@ -58,7 +58,7 @@ import torch
 
 from bundle.data import array_sha256
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_DEFAULT_CTAS, fused_ctas_setting
+from bundle.jobs import FUSED_DEFAULT_CTAS, fused_train_programs
 from bundle.learner import (
     FROZEN_CONFIG,
     HALF,
@@ -229,8 +229,7 @@ def train_ctas_from_env(environ: Mapping[str, str] | None = None) -> int:
         BundleError: the variable is set but not a plain decimal from 1 to 999 (the GPU path also
             refuses more than the SM count, in :class:`FusedTask`).
     """
-    value = fused_ctas_setting(environ)
-    return DEFAULT_TRAIN_CTAS if value is None else value
+    return fused_train_programs(environ)
 
 
 class FusedTask:

@@ -41,11 +41,12 @@ _RUNNING: set[int] = set()  # process-group ids of the jobs SubprocessEngine is 
 _RUNNING_GUARD = threading.Lock()
 
 
-def fused_ctas_setting(environ: Mapping[str, str] | None = None) -> int | None:
-    """``$REV88_FUSED_CTAS`` (:data:`FUSED_CTAS_ENV`) as an int, or None when unset or blank.
+def fused_train_programs(environ: Mapping[str, str] | None = None) -> int:
+    """The rev88-fused training programs the host asks for: ``$REV88_FUSED_CTAS`` (:data:`FUSED_CTAS_ENV`)
+    when set and not blank, else :data:`FUSED_DEFAULT_CTAS`.
 
     Torch-free, so the host checks it before a phase starts any job (``engine_env`` in
-    :mod:`bundle.phases.fixture_runner`), and the fixture reads it through
+    :mod:`bundle.phases.fixture_runner`) and when it resumes; the fixture reads it through
     :func:`bundle.fused_learner.train_ctas_from_env`.
 
     Raises:
@@ -53,7 +54,7 @@ def fused_ctas_setting(environ: Mapping[str, str] | None = None) -> int | None:
     """
     raw = (os.environ if environ is None else environ).get(FUSED_CTAS_ENV)
     if raw is None or raw.strip() == "":
-        return None
+        return FUSED_DEFAULT_CTAS
     text = raw.strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 3 and text[0] != "0"):
         raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a plain decimal from 1 to 999 (no sign, no leading zero): "

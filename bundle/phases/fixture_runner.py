@@ -24,7 +24,7 @@ import numpy as np
 
 from bundle import archive
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_CTAS_ENV, FUSED_DEFAULT_CTAS, Engine, JobSpec, fused_ctas_setting
+from bundle.jobs import FUSED_CTAS_ENV, Engine, JobSpec, fused_train_programs
 
 INPUT_KEYS = ("train_images", "train_labels", "test_images")
 PREFERRED_WORKSPACE = ":16:8"
@@ -110,10 +110,11 @@ def engine_env(engine: Engine) -> dict[str, str]:
     passes it, the Docker one included).
 
     Raises:
-        BundleError: ``REV88_FUSED_CTAS`` is set but malformed (:func:`bundle.jobs.fused_ctas_setting`).
+        BundleError: ``REV88_FUSED_CTAS`` is set but malformed (:func:`bundle.jobs.fused_train_programs`).
     """
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
-    if fused_ctas_setting() is not None:   # a bad value is refused here, before the phase's first job starts
+    fused_train_programs()   # a bad value is refused here, before the phase's first job starts
+    if os.environ.get(FUSED_CTAS_ENV, "").strip():
         env[FUSED_CTAS_ENV] = os.environ[FUSED_CTAS_ENV]
     image = getattr(engine, "image_reference", None)
     if image:
@@ -134,8 +135,7 @@ def check_resumed_launch(block: Any, where: str) -> None:
     """
     if not isinstance(block, Mapping) or block.get("name") != "rev88-fused":
         return
-    want = fused_ctas_setting()
-    want = FUSED_DEFAULT_CTAS if want is None else want
+    want = fused_train_programs()
     got = block.get("train_programs")
     got = 1 if got is None else got
     if got != want:
