@@ -230,3 +230,60 @@ def test_resuming_with_another_learner_is_refused(tmp_path: Path, fake_ncu: Path
     # nor with another GPU lock scope: the summary names one scope for every run
     with pytest.raises(BundleError, match="made with --lock-scope process, not range: resume with --lock-scope process"):
         phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), lock_scope="range")
+
+
+def test_stored_reports_do_not_hold_up_the_next_run(tmp_path: Path, fake_ncu: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that keeps its .ncu-rep stores it on its own thread: with one run at a time the next
+    ncu run starts before that store ends, and the summary still waits for every record."""
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(p, "import_ncu_report", lambda: (None, "ncu_report withheld by the test"))
+    events: list[tuple[str, str, float]] = []
+    real_store, real_run = phase._store_run, SubprocessEngine.run
+    release = threading.Event()
+
+    def slow_store(run, *args, **kwargs):
+        if run.name == "workspace-4096-8-task-r00":
+            release.wait(30)  # held until a later run's ncu has started
+        record = real_store(run, *args, **kwargs)
+        events.append(("stored", run.name, time.monotonic()))
+        return record
+
+    def noting_run(self, spec, **kwargs):
+        events.append(("ncu", spec.name.split("/")[-1], time.monotonic()))
+        if spec.name.endswith("workspace-16-8-task-r00"):
+            release.set()
+        return real_run(self, spec, **kwargs)
+
+    monkeypatch.setattr(phase, "_store_run", slow_store)
+    monkeypatch.setattr(SubprocessEngine, "run", noting_run)
+    run_dir = tmp_path / "run"
+    summary = phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu), overlap=1)
+    order = [(kind, name) for kind, name, _ in events]
+    first_stored = order.index(("stored", "workspace-4096-8-task-r00"))
+    assert order.index(("ncu", "workspace-16-8-task-r00")) < first_stored
+    assert len(summary["profiles"]) == 4 and all(("stored", r.name) in order for r in phase.plan_runs(3))
+    first = archive.read_json_gz(run_dir / "profile" / "workspace-4096-8-task-r00.json.gz")
+    assert gzip.decompress((run_dir / "profile" / first["files"]["ncu_report"]["path"]).read_bytes()) == b"fake report task"
+
+
+def test_a_failed_background_store_fails_the_phase(tmp_path: Path, fake_ncu: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that fails on its thread fails the phase with its own line; no summary is written."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(p, "import_ncu_report", lambda: (None, "ncu_report withheld by the test"))
+    real_store = phase._store_run
+
+    def failing_store(run, *args, **kwargs):
+        if run.name == "workspace-16-8-training-r00":
+            raise BundleError("disk full (the test)")
+        return real_store(run, *args, **kwargs)
+
+    monkeypatch.setattr(phase, "_store_run", failing_store)
+    run_dir = tmp_path / "run"
+    with pytest.raises(BundleError, match=r"disk full \(the test\)"):
+        phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu))
+    assert not (run_dir / "profile" / "profiles.json.gz").exists()
