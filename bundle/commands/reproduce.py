@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
         from bundle import preflight  # noqa: PLC0415
         from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
-        from bundle.phases.reproduce import make_engine, parse_phases, run_reproduce  # noqa: PLC0415
+        from bundle.phases.reproduce import Terminated, make_engine, parse_phases, run_reproduce  # noqa: PLC0415
 
         if device not in ("cuda", "cpu"):
             raise BundleError(f"--device {device!r} is not supported: use cuda or cpu")
@@ -84,8 +85,16 @@ def register(app: typer.Typer) -> None:
             def on_line(line: str) -> None:
                 progress.update(task, line=line.strip()[:80])
 
-            result = run_reproduce(run_dir, engine=job_engine, phases=selected, device=device, force=force,
-                                   on_phase=on_phase, on_line=on_line, gpus=gpus)
+            try:
+                result = run_reproduce(run_dir, engine=job_engine, phases=selected, device=device, force=force,
+                                       on_phase=on_phase, on_line=on_line, gpus=gpus)
+            except KeyboardInterrupt as exc:
+                progress.stop()
+                terminated = isinstance(exc, Terminated)
+                print(f"rev88: error: reproduce {'stopped by SIGTERM' if terminated else 'interrupted (Ctrl-C)'}: "
+                      f"its running jobs were killed and the invocation is recorded in "
+                      f"{run_dir / 'environment.json.gz'}; run the same command to resume", file=sys.stderr)
+                raise typer.Exit(code=143 if terminated else 130) from None
         rows = [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]]
         rows.append(("total (phases)", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",
                      f"{result['total_s']:,.1f}"))

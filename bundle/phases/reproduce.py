@@ -20,12 +20,15 @@ Phase modules are imported lazily; this module never imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +270,31 @@ def record_invocation(run_dir: Path, invocation: dict[str, Any]) -> None:
     archive.RunArchive(run_dir).write_manifest()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's or ``timeout``'s stop) during :func:`run_reproduce`.
+
+    A :class:`KeyboardInterrupt`, so every path that handles Ctrl-C handles it: the running jobs'
+    process groups are killed (``bundle.phases.fixture_runner.run_overlapped``), a phase's staged
+    records stay for a resume, and the invocation is recorded with status ``interrupted``.
+    """
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """In the main thread, turn SIGTERM into :class:`Terminated` while the block runs (else: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise Terminated(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Sequence[str] = PHASES,
                   device: str = "cuda", force: bool = False,
                   on_phase: Callable[[str, str], None] | None = None,
@@ -291,6 +319,9 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
         BundleError: the engine cannot run jobs or a precondition is missing (nothing is
             written; a run folder created for the probe is removed again), or a phase fails
             (completed phases are kept).
+        KeyboardInterrupt: Ctrl-C, or :class:`Terminated` on SIGTERM; the invocation is recorded
+            first (status ``interrupted``, the running phase ``interrupted`` with its stamps), so a
+            resume's records can be checked against it. SIGKILL leaves no record.
     """
     from bundle import preflight  # noqa: PLC0415
 
@@ -315,32 +346,35 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
             "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
             "status": status, "phases": done})
 
-    try:
-        for phase in phases:
-            if run.is_complete(phase) and not force:
-                done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
-                             "started_at_utc": None, "finished_at_utc": None})
+    with _sigterm_interrupts():  # a timeout or scheduler stop is recorded like Ctrl-C
+        try:
+            for phase in phases:
+                if run.is_complete(phase) and not force:
+                    done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
+                                 "started_at_utc": None, "finished_at_utc": None})
+                    if on_phase:
+                        on_phase(phase, "skip")
+                    continue
                 if on_phase:
-                    on_phase(phase, "skip")
-                continue
-            if on_phase:
-                on_phase(phase, "start")
-            started, started_at = time.perf_counter(), archive.utc_now()
-            try:
-                run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
-            except BaseException:
-                done.append({"phase": phase, "status": "failed", "duration_s": round(time.perf_counter() - started, 3),
+                    on_phase(phase, "start")
+                started, started_at = time.perf_counter(), archive.utc_now()
+                try:
+                    run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
+                except BaseException as exc:
+                    done.append({"phase": phase, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                                 "duration_s": round(time.perf_counter() - started, 3),
+                                 "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
+                    raise
+                done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
                              "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-                raise
-            done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
-                         "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-            record_missing_executions(run_dir, [phase], engine, probed)
-            if on_phase:
-                on_phase(phase, "done")
-    except BaseException:
-        record("failed")  # the phases that ran before keep their stamps; a resume skips them
-        raise
-    record("complete")
+                record_missing_executions(run_dir, [phase], engine, probed)
+                if on_phase:
+                    on_phase(phase, "done")
+        except BaseException as exc:
+            # the phases that ran before keep their stamps; a resume skips them
+            record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+            raise
+        record("complete")
     code, verdict = run_verifier(run_dir, on_line=on_line)
     return {
         "run_dir": str(run_dir),

@@ -8,7 +8,13 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
   in protocol order without overlap, inside the invocation;
 * every completion stamp in that phase's records (``completed_at_utc``, ``finished_at_utc``,
   ``recorded_at_utc`` at the top of each JSON member of the phase folder) falls inside the
-  phase's span of the invocation that ran it (±2 s), unless a later invocation re-ran it.
+  phase's span in the invocation that completed it (±2 s), or in that phase's span in an earlier
+  invocation that failed or was interrupted in it (a resume keeps what such an invocation
+  finished), unless a later invocation re-ran it. A run the phase's summary lists as resumed
+  (``resumed_runs``) whose stamps lie in no recorded span but between the previous invocation's
+  finish and the completing span's start came from an invocation that recorded nothing (killed
+  before it could, e.g. by ``timeout``'s SIGKILL or from before interrupted invocations were
+  recorded): UNAVAILABLE, with the count; anywhere else, FAIL.
 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
@@ -29,7 +35,7 @@ from typing import Any
 from verify.checks.run_common import json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get_dict, get_list
-from verify.result import CheckResult, check_equal, check_true, guarded
+from verify.result import CheckResult, check_equal, check_true, guarded, unavailable
 
 PHASE_ORDER = ("validate", "compare", "qualify", "energy", "profile")
 STAMP_KEYS = ("completed_at_utc", "finished_at_utc", "recorded_at_utc")
@@ -69,6 +75,17 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
     invocations = get_list(env, "reproduce_invocations", rel)
     out: list[CheckResult] = []
     last_run: dict[str, tuple[int, float, float]] = {}
+    spans: dict[str, list[tuple[int, float, float]]] = {}  # every span of a phase that ran, failed or was interrupted
+    finishes: list[float] = []
+    for i, inv in enumerate(invocations):
+        try:
+            finishes.append(_t(inv.get("finished_at_utc"), rel))
+            for p in get_list(inv, "phases", rel):
+                if p.get("status") in ("ran", "failed", "interrupted"):
+                    spans.setdefault(str(p.get("phase")), []).append(
+                        (i, _t(p.get("started_at_utc"), rel), _t(p.get("finished_at_utc"), rel)))
+        except (ValueError, TypeError, AttributeError):
+            finishes.append(float("nan"))  # reported by the per-invocation checks below
     for i, inv in enumerate(invocations):
         where = f"{rel} reproduce_invocations.{i}"
 
@@ -109,15 +126,43 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
     out.append(check_true("reproduce.timing.phases_ran", rel, not missing,
                           f"phase(s) {missing} are in the archive but no recorded invocation ran them",
                           recorded=sorted(last_run), recomputed=present))
-    for name, (i, ps, pf) in sorted(last_run.items()):
+    for name, (i, ps, _pf) in sorted(last_run.items()):
         if not any(rel_.startswith(f"{name}/") for rel_ in f.content):
             continue
         stamps = _phase_stamps(f, name)
-        outside = [s for s, t in stamps if not ps - RECORD_SLACK_S <= t <= pf + RECORD_SLACK_S]
+        allowed = [(a, b) for j, a, b in spans.get(name, []) if j <= i]
+        outside = [(s, t) for s, t in stamps
+                   if not any(a - RECORD_SLACK_S <= t <= b + RECORD_SLACK_S for a, b in allowed)]
+        resumed = _resumed_runs(f, name)
+        before = [x for x in finishes[:i] if x == x]
+        gap_start = max(before) if before else float("-inf")
+        unrecorded = [(s, t) for s, t in outside
+                      if any(s.startswith(f"{name}/{run}.") for run in resumed) and gap_start <= t <= ps]
+        outside = [x for x in outside if x not in unrecorded]
         out.append(check_true("reproduce.timing.record_stamps", f"{name}/ (invocation {i})", not outside,
-                              f"{len(outside)} record stamp(s) of phase {name} fall outside the span the "
-                              f"invocation recorded for it, first {outside[:1]}", recorded=len(stamps)))
+                              f"{len(outside)} record stamp(s) of phase {name} fall outside the spans the "
+                              f"invocations recorded for it, first {[s for s, _ in outside[:1]]}",
+                              recorded=len(stamps) - len(unrecorded)))
+        if unrecorded:
+            out.append(unavailable(
+                "reproduce.timing.record_stamps_unrecorded", f"{name}/ (invocation {i})",
+                f"{len(unrecorded)} stamp(s) of {len({s.split(' ')[0].split('.')[0] for s, _ in unrecorded})} "
+                f"resumed run(s) (the phase summary's resumed_runs) lie after the previous invocation "
+                f"finished and before invocation {i} started the phase, in no recorded invocation: the "
+                "invocation that made them recorded nothing (killed), so no span can be checked",
+                recorded=len(unrecorded)))
     return out
+
+
+def _resumed_runs(f: ArchiveFiles, phase: str) -> list[str]:
+    """Run names a phase summary (a top-level JSON member of the phase folder) lists as ``resumed_runs``."""
+    names: list[str] = []
+    for rel in sorted(f.content):
+        if rel.startswith(f"{phase}/") and rel.count("/") == 1 and rel.endswith((".json.gz", ".json")):
+            rec = json_record(f, rel)
+            if isinstance(rec, dict) and isinstance(rec.get("resumed_runs"), list):
+                names += [str(n) for n in rec["resumed_runs"] if isinstance(n, str) and n]
+    return names
 
 
 def _phase_fixture_records(f: ArchiveFiles, phase: str) -> list[dict]:

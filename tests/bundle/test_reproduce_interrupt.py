@@ -1,0 +1,71 @@
+"""`rev88 reproduce` stopped by SIGTERM (a `timeout` or a scheduler): recorded, not lost.
+
+A real CLI process on the CPU (``--device cpu --phases compare``: three fresh fixture processes,
+each in its own session) gets SIGTERM once a fixture job runs. It must kill those jobs,
+record the invocation as ``interrupted`` with the phase's stamps, leave no complete phase folder
+and exit 143 with one line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def _processes_naming(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline and int(entry.name) != os.getpid():
+                pids.append(int(entry.name))
+    return pids
+
+
+def _jobs_of(parent: int, run_dir: Path) -> list[int]:
+    """Processes other than *parent* whose command line names *run_dir* (the phase's fixture jobs)."""
+    return [pid for pid in _processes_naming(str(run_dir)) if pid != parent]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_sigterm_kills_the_jobs_and_records_the_invocation(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    run_dir = tmp_path / "stopped-run"
+    proc = subprocess.Popen([sys.executable, "-m", "bundle.cli", "reproduce", "--engine", "native", "--device", "cpu",
+                             "--phases", "compare", "--out", str(run_dir)], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None and not _jobs_of(proc.pid, run_dir):
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    assert _jobs_of(proc.pid, run_dir), "no fixture job started within 240 s"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("rev88: error: reproduce stopped by SIGTERM: its running jobs were killed"), err
+    assert "Traceback" not in err
+    time.sleep(1.0)
+    assert _processes_naming(str(run_dir)) == []  # no fixture job outlives the stop
+    env = json.loads(gzip.decompress((run_dir / "environment.json.gz").read_bytes()))
+    (invocation,) = env["reproduce_invocations"]
+    assert invocation["status"] == "interrupted"
+    (phase,) = invocation["phases"]
+    assert phase["phase"] == "compare" and phase["status"] == "interrupted"
+    assert phase["started_at_utc"] <= phase["finished_at_utc"] <= invocation["finished_at_utc"]
+    assert not (run_dir / "compare").exists()  # no phase folder that looks complete
