@@ -177,12 +177,18 @@ def profile_way(run_dir: Path) -> str | None:
         return None
     from bundle.archive import read_json_gz
 
-    placement = read_json_gz(path).get("placement") or {}
+    summary = read_json_gz(path)
+    placement = summary.get("placement") or {}
     from bundle.phases.profile import GPU_LOCK_TEXT
 
     scope = placement.get("gpu_lock_scope") or next(
         (k for k, text in GPU_LOCK_TEXT.items() if text == placement.get("gpu_lock")), "unknown scope")
-    return f"--lock-scope {scope}, {placement.get('ncu_runs_started_at_once_per_board')} at once"
+    way = f"--lock-scope {scope}, {placement.get('ncu_runs_started_at_once_per_board')} at once"
+    resumed = summary.get("resumed_runs") or []
+    if resumed:
+        way += (f"; partial: {len(resumed)} of {len(summary.get('order') or [])} runs were resumed from an "
+                "earlier invocation this figure does not time")
+    return way
 
 
 def cmd_table(args: argparse.Namespace) -> int:
@@ -215,11 +221,13 @@ def cmd_table(args: argparse.Namespace) -> int:
                 print(f"{phase:9s} old {figures[(phase, 'old')]:8.1f} s   new        — s   (no new figure)")
             continue
         old = figures.get((phase, "old"))
+        partial = "partial:" in (notes.get(phase) or "")
         rows.append({"phase": phase, "old_s": old, "new_s": new,
-                     "new_over_old": None if old is None else round(new / old, 3),
-                     **({"new_way": notes[phase]} if notes.get(phase) else {})})
+                     "new_over_old": None if old is None or partial else round(new / old, 3),
+                     **({"new_way": notes[phase]} if notes.get(phase) else {}),
+                     **({"new_is_partial": True} if partial else {})})
         old_text = "       —" if old is None else f"{old:8.1f}"
-        ratio = "     —" if old is None else f"{new / old:6.3f}"
+        ratio = "     —" if old is None or partial else f"{new / old:6.3f}"
         note = f"   (new: {notes[phase]})" if notes.get(phase) else ""
         print(f"{phase:9s} old {old_text} s   new {new:8.1f} s   new/old {ratio}{note}")
     if not rows:
@@ -227,11 +235,15 @@ def cmd_table(args: argparse.Namespace) -> int:
     with_old = [r for r in rows if r["old_s"] is not None]
     total_new = sum(r["new_s"] for r in rows)
     total_old = sum(r["old_s"] if r["old_s"] is not None else r["new_s"] for r in rows)
-    print(f"{'total':9s} old {total_old:8.1f} s   new {total_new:8.1f} s   new/old {total_new / total_old:6.3f}"
-          f"   (a phase without an old figure counts its new one in both columns; {len(with_old)} with both)")
+    lower = any(r.get("new_is_partial") for r in rows)
+    print(f"{'total':9s} old {total_old:8.1f} s   new {'>' if lower else ' '}{total_new:7.1f} s   new/old "
+          f"{'     —' if lower else f'{total_new / total_old:6.3f}'}"
+          f"   (a phase without an old figure counts its new one in both columns; {len(with_old)} with both"
+          f"{'; a partial phase makes the totals lower bounds' if lower else ''})")
     print(f"board {boards.pop()}")
     if args.json is not None:
-        _write_json(args.json, {"rows": rows, "total_old_s": total_old, "total_new_s": total_new})
+        _write_json(args.json, {"rows": rows, "total_old_s": total_old, "total_new_s": total_new,
+                                **({"totals_are_lower_bounds": True} if lower else {})})
     return 0
 
 

@@ -46,6 +46,12 @@ def measured(archive: Path) -> dict[str, float]:
     return out
 
 
+def resumed_runs(archive: Path) -> list[str]:
+    """The profile runs the archive's last profile invocation resumed instead of timing (``resumed_runs``)."""
+    path = archive / "profile" / "profiles.json.gz"
+    return list(_json(path).get("resumed_runs") or []) if path.is_file() else []
+
+
 def model(archive: Path, phases: dict[str, float], boards: int) -> dict[str, float]:
     """Modelled per-phase seconds on *boards* boards (see the module docstring)."""
     out = dict(phases)
@@ -64,7 +70,7 @@ def model(archive: Path, phases: dict[str, float], boards: int) -> dict[str, flo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("archive", nargs="?", type=Path, default=REPO / "evidence" / "h200-20261201-r2")
+    parser.add_argument("archive", nargs="?", type=Path, default=REPO / "evidence" / "h200-20261202")
     parser.add_argument("--boards", default="1,2,4,8")
     args = parser.parse_args(argv)
     try:
@@ -76,8 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scaling_bench: {args.archive} is not a run archive (no environment.json.gz)", file=sys.stderr)
         return 2
     phases = measured(args.archive)
+    resumed = resumed_runs(args.archive)
+    if resumed and "profile" in phases:
+        # the recorded profile duration times only the runs its invocation ran: neither a phase time
+        # nor a basis for the model, so the profile is left out and the totals say so
+        print(f"scaling_bench: {args.archive}'s profile resumed {len(resumed)} runs from an earlier invocation "
+              f"that its recorded {phases.pop('profile'):.1f} s do not time: profile left out of the table")
     names = [p for p in ("validate", "compare", "qualify", "energy", "profile") if p in phases]
-    print(f"{'boards':>6} {'kind':>9} " + " ".join(f"{n:>9}" for n in names) + f" {'total s':>9} {'min':>6}")
+    label = "total s" if "profile" in phases else "w/o prof."
+    print(f"{'boards':>6} {'kind':>9} " + " ".join(f"{n:>9}" for n in names) + f" {label:>9} {'min':>6}")
     for b in counts:
         figures = phases if b == 1 else model(args.archive, phases, b)
         total = sum(figures[n] for n in names)

@@ -1,7 +1,7 @@
 """Do idle CUDA contexts on the board change the L2 sectors a profiled range reads? (issue 13)
 
 The ``range`` lock scope of the profile phase read 0.1-0.8 % more L2 read sectors per task than
-the serialised ``process`` scope on the same board (docs/report-h200-20261201-r2/HISTORY.md,
+the serialised ``process`` scope on the same board (docs/report-h200-20261202/HISTORY.md,
 section 4). During a ``range`` run's range, up to eleven other runs wait for the exclusive lock
 with a live CUDA context and their memory allocated, under their own ncu. This probe tests that
 candidate alone, on one board, in one call:

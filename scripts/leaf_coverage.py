@@ -19,7 +19,7 @@ leaf counts as
 Usage::
 
     .venv/bin/python scripts/leaf_coverage.py                      # both shipped archives
-    .venv/bin/python scripts/leaf_coverage.py evidence/h200-20261201-r2 --kinds 'energy/*' --missed
+    .venv/bin/python scripts/leaf_coverage.py evidence/h200-20261202 --kinds 'energy/*' --missed
     .venv/bin/python scripts/leaf_coverage.py --sample 5 --json out.json
 
 Only families that read a changed file are re-run (the others' verdicts cannot change);
@@ -65,7 +65,7 @@ try:  # the frozen reference is re-verified when its folder's listing changes; i
 except ImportError:  # pragma: no cover - older verifier without verify.host
     pass
 
-DEFAULT_ARCHIVES = (REPO / "evidence" / "h200-20261201-r2", REPO / "evidence" / "rev88-original")
+DEFAULT_ARCHIVES = (REPO / "evidence" / "h200-20261202", REPO / "evidence" / "rev88-original")
 HEX = set("0123456789abcdef")
 
 

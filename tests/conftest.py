@@ -15,7 +15,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_MNIST = REPO_ROOT / "data" / "mnist"
 ORIGINAL_ARCHIVE = REPO_ROOT / "evidence" / "rev88-original"
-H200_ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201-r2"
+H200_ARCHIVE = REPO_ROOT / "evidence" / "h200-20261202"
 RECORDED = Path(__file__).resolve().parent / "recorded"
 
 

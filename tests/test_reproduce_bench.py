@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 BENCH = REPO_ROOT / "benchmarks" / "reproduce_bench.py"
-MEASURED = REPO_ROOT / "docs" / "measurements" / "reproduce-bench-20261201"
-RUN = REPO_ROOT / "evidence" / "h200-20261201-r2"
+MEASURED = REPO_ROOT / "docs" / "measurements" / "reproduce-bench-20261202"
+RUN = REPO_ROOT / "evidence" / "h200-20261202"
 
 
 def _table(*args: str) -> subprocess.CompletedProcess:
@@ -25,11 +25,15 @@ def test_table_of_the_shipped_measurements_against_the_archive(tmp_path: Path) -
     out = tmp_path / "table.json"
     res = _table(*map(str, sorted(MEASURED.glob("bench-*.json"))), "--new-from", str(RUN), "--json", str(out))
     assert res.returncode == 0, res.stderr
-    rows = {r["phase"]: r for r in json.loads(out.read_text())["rows"]}
-    assert rows["qualify"]["old_s"] == 89.525 and rows["qualify"]["new_s"] == 17.115
+    table = json.loads(out.read_text())
+    rows = {r["phase"]: r for r in table["rows"]}
+    assert rows["qualify"]["old_s"] == 97.705 and rows["qualify"]["new_s"] == 17.335
     assert rows["compare"]["new_over_old"] < 1 and rows["energy"]["old_s"] is None
-    assert rows["profile"]["new_way"] == "--lock-scope range, 12 at once"  # the way the archive's profile ran
-    assert "board GPU-f6500d35-939e-034a-0ef8-b6d248daf52c" in res.stdout
+    # the archive's profile resumed 10 of its 12 runs from a killed invocation: the figure is partial
+    assert rows["profile"]["new_way"].startswith("--lock-scope process, 2 at once; partial: 10 of 12 runs")
+    assert rows["profile"]["new_is_partial"] is True and rows["profile"]["new_over_old"] is None
+    assert table["totals_are_lower_bounds"] is True and "new >" in res.stdout
+    assert "board GPU-42bf1766-310c-4528-b64a-22424fca3756" in res.stdout
 
 
 def _write(tmp_path: Path, name: str, payload) -> str:
@@ -55,3 +59,14 @@ def test_figures_of_two_boards_are_refused(tmp_path: Path) -> None:
     res = _table(other, "--new-from", str(RUN))
     assert res.returncode != 0 and "must be measured on one board" in res.stderr, res.stderr
     assert _table().returncode != 0
+
+
+def test_scaling_bench_leaves_out_a_resumed_profile() -> None:
+    """benchmarks/scaling_bench.py on the shipped archive: its profile resumed 10 runs, so no profile column."""
+    res = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "scaling_bench.py"), str(RUN)], cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("scaling_bench:") and "resumed 10 runs" in lines[0] and "left out" in lines[0]
+    assert "profile" not in lines[1] and "w/o prof." in lines[1]
+    assert lines[2].split()[:2] == ["1", "measured"] and float(lines[2].split()[-2]) == 442.1

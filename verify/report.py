@@ -191,7 +191,7 @@ def write_report(archive: Path, out: Path, *, original: Path | None = None,
         if learner is not None:
             raise BundleError(f"--baseline {baseline} is not a verified profile of the frozen learner (its profile "
                               f"names {learner.get('name') if isinstance(learner, dict) else learner!r}): pass a rev88 run archive "
-                              "such as evidence/h200-20261201-r2")
+                              "such as evidence/h200-20261202")
     orig = None
     if original is not None and Path(original).is_dir():
         orig = verify_archive(Path(original), on_stage=lambda s: stage(f"verify {Path(original).name}: {s}"))

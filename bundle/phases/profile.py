@@ -47,7 +47,7 @@ MIN_REPEATS = 3
 # two runs are started at once (the second one's ncu, interpreter and imports overlap, CPU only).
 # "range": the lock is shared during CUDA initialisation and preparation and exclusive from the
 # warm-ups on; all twelve runs start at once. Measured on one H200 (GPU-f6500d35, 2026-12-01,
-# docs/report-h200-20261201-r2/HISTORY.md) the range way's :16:8 task repeats read 0.1-0.8 % more
+# docs/report-h200-20261202/HISTORY.md) the range way's :16:8 task repeats read 0.1-0.8 % more
 # L2 request bytes per task than the serialised way's on the same board, outside the serialised
 # repeats' 0.02 % spread (0.0-1.4 % over all four profiles against another board's serialised
 # run): it is faster but not the protocol's measurement, so the default is "process".

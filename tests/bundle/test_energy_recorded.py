@@ -2,7 +2,7 @@
 
 ``tests/recorded/nvml/h200-trial-r00-workspace-16-8.jsonl`` is the NVML log that
 ``rev88 energy --protocol interleaved --record-nvml`` wrote for round 0 at ``:16:8`` (shipped in
-``evidence/h200-20261201-r2/energy/trial-r00-workspace-16-8.nvml.jsonl.gz``). Replaying it through
+``evidence/h200-20261202/energy/trial-r00-workspace-16-8.nvml.jsonl.gz``). Replaying it through
 the real protocol code must reproduce the trial figures that the run archived, to within the
 recorder's clock placement: the recorder stamps each NVML call from inside the adapter, while the
 protocol reads its clock just outside it, so replayed midpoints move by microseconds (relative
@@ -22,7 +22,7 @@ from bundle.errors import BundleError
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "tests" / "recorded" / "nvml" / "h200-trial-r00-workspace-16-8.jsonl"
-RECORD = REPO / "evidence" / "h200-20261201-r2" / "energy" / "trial-r00-workspace-16-8.json.gz"
+RECORD = REPO / "evidence" / "h200-20261202" / "energy" / "trial-r00-workspace-16-8.json.gz"
 
 
 class RecordedTimer:
@@ -58,8 +58,8 @@ def test_real_h200_log_replays_to_the_archived_trial() -> None:
     (got,), (want,) = out["trials"], energy["trials"]
     for key in ("paired_idle_w", "unadjusted_mj_per_task", "cuda_ms_per_task", "wall_ms_per_task"):
         assert math.isclose(got[key], want[key], rel_tol=1e-5), (key, got[key], want[key])
-    # The idle subtraction amplifies the clock-placement shift (~1e-4 W of ~123 W over ~8 s):
-    # 0.05 mJ/task is 0.015 % of the ~335 mJ/task figure.
+    # The idle subtraction amplifies the clock-placement shift (~1e-4 W of ~125 W over ~8 s):
+    # 0.05 mJ/task is 0.016 % of the ~320 mJ/task figure.
     assert abs(got["idle_adjusted_mj_per_task"] - want["idle_adjusted_mj_per_task"]) < 0.05
     for window in ("idle_before", "active", "idle_after"):
         for end in ("start", "end"):

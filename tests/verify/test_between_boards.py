@@ -21,7 +21,7 @@ from bundle.phases import energy as phase
 from tests.conftest import REPO_ROOT, linked_copy
 from verify.registry import verify_archive
 
-ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201-r2"
+ARCHIVE = REPO_ROOT / "evidence" / "h200-20261202"
 OTHER = {"uuid": "GPU-0b0b0b0b-1111-2222-3333-444444444444", "bus": "00000000:07:00.0"}
 
 

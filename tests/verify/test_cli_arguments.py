@@ -17,7 +17,7 @@ from tests.conftest import REPO_ROOT, linked_copy
 from verify.coverage import ATTESTATIONS
 
 EVIDENCE = REPO_ROOT / "evidence"
-H200 = EVIDENCE / "h200-20261201-r2"
+H200 = EVIDENCE / "h200-20261202"
 
 
 def _files(root):

@@ -139,7 +139,7 @@ def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
     """A rev88 record passed off as the variant (to dodge the frozen inventory) fails: compare never runs one."""
     from tests.conftest import REPO_ROOT as root_dir
 
-    root = linked_copy(root_dir / "evidence" / "h200-20261201-r2", tmp_path)
+    root = linked_copy(root_dir / "evidence" / "h200-20261202", tmp_path)
     fused = json.loads(gzip.decompress((ARCHIVE / "qualify" / "draw-00.json.gz").read_bytes()))["metadata"]["learner"]
 
     def relabel(rec: dict) -> None:

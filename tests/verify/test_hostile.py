@@ -176,7 +176,7 @@ def test_whitespace_change_in_the_manifest_is_refused(tmp_path):
 
 def test_manifest_run_id_must_be_the_folder_name(tmp_path):
     root = _copy(tmp_path, "renamed-copy")
-    _one_fail(root, "integrity.run_id", "manifest.json", "h200-20261201-r2")
+    _one_fail(root, "integrity.run_id", "manifest.json", "h200-20261202")
 
 
 def test_environment_run_id_must_be_the_manifests(tmp_path):

@@ -23,7 +23,7 @@ from bundle.phases import energy as phase
 from tests.conftest import REPO_ROOT, linked_copy
 from verify.registry import verify_archive
 
-ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201-r2"
+ARCHIVE = REPO_ROOT / "evidence" / "h200-20261202"
 SOURCE_WORKSPACE = {("rev88", ":16:8"): ":16:8", ("rev88", ":0:0"): ":0:0", ("rev88-fused", ":16:8"): ":4096:8"}
 FUSED = {"name": "rev88-fused", "kernel_source_sha256": hashlib.sha256(b"rev88 fused kernels").hexdigest(),
          "triton_version": "3.5.0", "interpreter": False}

@@ -188,7 +188,7 @@ def test_the_shipped_records_carry_no_claim_and_keep_passing():
     """Native records: no image marker (key absent or null), pinned_image false, no cpu block."""
     from tests.conftest import REPO_ROOT
 
-    real = REPO_ROOT / "evidence" / "h200-20261201-r2"
+    real = REPO_ROOT / "evidence" / "h200-20261202"
     if not real.is_dir():
         pytest.skip("the shipped H200 archive is absent")
     for ex in archive.read_json_gz(real / "environment.json.gz")["executions"]:

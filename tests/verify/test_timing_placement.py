@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 
-ARCHIVE = REPO_ROOT / "evidence" / "h200-20261201-r2"
+ARCHIVE = REPO_ROOT / "evidence" / "h200-20261202"
 CHECKS = ("reproduce.timing.total", "reproduce.timing.phase", "reproduce.timing.record_stamps",
           "placement.board", "placement.recorded", "placement.gpu_lock", "qualify.concurrency")
 
@@ -87,27 +87,27 @@ def test_forgery_fails(tmp_path: Path, rel: str, change, check: str) -> None:
     assert "FAIL" in check_statuses(root).get(check, set()), check
 
 
-@pytest.mark.parametrize(("scope", "fails"), [("process", True), ("range", False)])
+@pytest.mark.parametrize(("scope", "fails"), [("range", True), ("process", False)])
 def test_profile_summary_lock_scope_must_be_the_runs(tmp_path: Path, scope: str, fails: bool) -> None:
-    """The shipped archive's runs shared the lock (range); a summary naming another scope FAILs."""
+    """The shipped archive's runs held the board alone (process); a summary naming another scope FAILs."""
     root = linked_copy(ARCHIVE, tmp_path)
     forge_record(root, "profile/profiles.json.gz", lambda rec: rec["placement"].update(gpu_lock_scope=scope))
     statuses = check_statuses(root).get("profile.summary.gpu_lock_scope", set())
     assert statuses == ({"FAIL"} if fails else {"PASS"}), statuses
 
 
-def _process_text(rec: dict) -> None:
+def _range_text(rec: dict) -> None:
     from bundle.phases.profile import GPU_LOCK_TEXT
 
-    rec["placement"]["gpu_lock"] = GPU_LOCK_TEXT["process"]  # claims the serialised lock; the runs shared it
-    rec["placement"]["ncu_runs_started_at_once_per_board"] = 2
+    rec["placement"]["gpu_lock"] = GPU_LOCK_TEXT["range"]  # claims the shared lock; the runs were serialised
+    rec["placement"]["ncu_runs_started_at_once_per_board"] = 12
 
 
 def _no_lock(rec: dict) -> None:
     rec["fixture"]["placement"]["gpu_lock"] = None
 
 
-@pytest.mark.parametrize(("rel", "change"), [("profile/profiles.json.gz", _process_text),
+@pytest.mark.parametrize(("rel", "change"), [("profile/profiles.json.gz", _range_text),
                                              ("profile/workspace-16-8-task-r02.json.gz", _no_lock)])
 def test_profile_summary_lock_text_must_be_the_runs(tmp_path: Path, rel: str, change) -> None:
     """Without ``gpu_lock_scope`` (older archives), the lock sentence still has to be the runs' scope's."""
@@ -116,3 +116,59 @@ def test_profile_summary_lock_text_must_be_the_runs(tmp_path: Path, rel: str, ch
     statuses = check_statuses(root)
     assert statuses.get("profile.summary.gpu_lock_text") == {"FAIL"}, statuses.get("profile.summary.gpu_lock_text")
     assert "run.fields.profile.error" not in statuses  # a null lock record is a verdict, not a crash
+
+
+# The shipped archive's profile was stopped by a call limit after 10 of its 12 runs (that invocation
+# recorded nothing) and resumed by invocation 1: the 10 resumed runs' stamps lie in the unrecorded gap.
+RESUMED = "profile/workspace-4096-8-task-r01.json.gz"
+NOT_RESUMED = "profile/workspace-16-8-task-r02.json.gz"
+
+
+def test_resumed_runs_in_an_unrecorded_gap_are_unavailable_not_passed() -> None:
+    results = [r for r in _verdicts(ARCHIVE) if r.check_id.startswith("reproduce.timing.record_stamps")]
+    by_id = {r.check_id: r for r in results}
+    assert by_id["reproduce.timing.record_stamps_unrecorded"].status.value == "UNAVAILABLE"
+    assert by_id["reproduce.timing.record_stamps_unrecorded"].recorded == 20  # 10 runs x (record, fixture record)
+    assert {r.status.value for r in results if r.check_id == "reproduce.timing.record_stamps"} == {"PASS"}
+
+
+def _verdicts(root: Path):
+    from verify.registry import verify_archive  # noqa: PLC0415
+
+    return list(verify_archive(root).results)
+
+
+def _stamp_at(text: str):
+    def change(rec: dict) -> None:
+        rec["finished_at_utc"] = text
+    return change
+
+
+@pytest.mark.parametrize(("rel", "stamp"), [
+    (RESUMED, "2026-12-02T05:20:00+00:00"),      # a resumed run inside the energy phase of invocation 0
+    (RESUMED, "2026-12-02T05:36:30+00:00"),      # a resumed run stamped after the resume started
+    (NOT_RESUMED, "2026-12-02T05:30:00+00:00"),  # a run the resume ran, stamped in the gap
+])
+def test_stamps_outside_the_gap_or_of_runs_not_resumed_fail(tmp_path: Path, rel: str, stamp: str) -> None:
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, rel, _stamp_at(stamp))
+    assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())
+
+
+def test_a_recorded_interrupted_invocation_covers_the_resumed_runs(tmp_path: Path) -> None:
+    """With the stopped call's invocation recorded as interrupted (what the CLI now writes on SIGTERM),
+    the resumed runs' stamps are checked against its span and PASS; nothing is left UNAVAILABLE."""
+    def add_interrupted(env: dict) -> None:
+        first, resume = env["reproduce_invocations"]
+        stopped = {**resume, "started_at_utc": "2026-12-02T05:25:50+00:00",
+                   "finished_at_utc": "2026-12-02T05:35:15+00:00", "total_s": 565.0, "status": "interrupted",
+                   "phases": [{"phase": "profile", "status": "interrupted", "duration_s": 560.0,
+                               "started_at_utc": "2026-12-02T05:25:55+00:00",
+                               "finished_at_utc": "2026-12-02T05:35:15+00:00"}]}
+        env["reproduce_invocations"] = [first, stopped, resume]
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, "environment.json.gz", add_interrupted)
+    statuses = check_statuses(root)
+    assert statuses.get("reproduce.timing.record_stamps") == {"PASS"}
+    assert "reproduce.timing.record_stamps_unrecorded" not in statuses
+    assert "FAIL" not in statuses.get("reproduce.timing.total", set()) | statuses.get("reproduce.timing.phase", set())

@@ -24,7 +24,7 @@ from verify.render import render_lines, unavailable_groups
 from verify.result import CheckResult, Status, VerifyReport
 
 EVIDENCE = REPO_ROOT / "evidence"
-ARCHIVES = ("h200-20261201-r2", "h200-fused-20261201", "h200-fused-20261201-g8", "h200-fused-20261202",
+ARCHIVES = ("h200-20261202", "h200-fused-20261201", "h200-fused-20261201-g8", "h200-fused-20261202",
             "pinned-cpu-20261201", "rev88-original")  # every shipped archive
 
 
@@ -107,7 +107,7 @@ def test_no_line_is_wider_than_80_columns_and_no_word_is_broken(piped):
 def test_ncu_report_missing_gives_two_groups_with_their_own_reasons(monkeypatch):
     monkeypatch.setitem(sys.modules, "ncu_report", None)
     monkeypatch.delenv("COLUMNS", raising=False)
-    res = CliRunner().invoke(app, ["verify", str(EVIDENCE / "h200-20261201-r2")])
+    res = CliRunner().invoke(app, ["verify", str(EVIDENCE / "h200-20261202")])
     assert res.exit_code == 0, res.output
     groups = [_joined(b) for b in _blocks(res.output.splitlines()) if b[0].startswith("  UNAVAILABLE ")
               and "profile.ncu_report" in b[0]]  # the .npz byte groups appear too where numpy is not the writer's

@@ -10,11 +10,12 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
   ``recorded_at_utc`` at the top of each JSON member of the phase folder) falls inside the
   phase's span in the invocation that completed it (±2 s), or in that phase's span in an earlier
   invocation that failed or was interrupted in it (a resume keeps what such an invocation
-  finished), unless a later invocation re-ran it. A run the phase's summary lists as resumed
-  (``resumed_runs``) whose stamps lie in no recorded span but between the previous invocation's
-  finish and the completing span's start came from an invocation that recorded nothing (killed
-  before it could, e.g. by ``timeout``'s SIGKILL or from before interrupted invocations were
-  recorded): UNAVAILABLE, with the count; anywhere else, FAIL.
+  finished), unless a later invocation re-ran it. The records of a run the phase's summary lists
+  as resumed (``resumed_runs``) must lie in an earlier invocation's span of the phase; if they lie
+  in no recorded span but between the previous invocation's finish and the completing span's
+  start, they came from an invocation that recorded nothing (killed before it could, e.g. by
+  SIGKILL or from before interrupted invocations were recorded): UNAVAILABLE, with the count;
+  anywhere else, FAIL.
 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
@@ -130,14 +131,19 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
         if not any(rel_.startswith(f"{name}/") for rel_ in f.content):
             continue
         stamps = _phase_stamps(f, name)
+        resumed = _resumed_runs(f, name)
+
+        def is_resumed(stamp: str, resumed: list[str] = resumed, name: str = name) -> bool:
+            return any(stamp.startswith(f"{name}/{run}.") for run in resumed)
+        # a resumed run was made by an earlier invocation; any other record by this phase's spans up to i
+        earlier = [(a, b) for j, a, b in spans.get(name, []) if j < i]
         allowed = [(a, b) for j, a, b in spans.get(name, []) if j <= i]
         outside = [(s, t) for s, t in stamps
-                   if not any(a - RECORD_SLACK_S <= t <= b + RECORD_SLACK_S for a, b in allowed)]
-        resumed = _resumed_runs(f, name)
+                   if not any(a - RECORD_SLACK_S <= t <= b + RECORD_SLACK_S
+                              for a, b in (earlier if is_resumed(s) else allowed))]
         before = [x for x in finishes[:i] if x == x]
         gap_start = max(before) if before else float("-inf")
-        unrecorded = [(s, t) for s, t in outside
-                      if any(s.startswith(f"{name}/{run}.") for run in resumed) and gap_start <= t <= ps]
+        unrecorded = [(s, t) for s, t in outside if is_resumed(s) and gap_start - RECORD_SLACK_S <= t <= ps]
         outside = [x for x in outside if x not in unrecorded]
         out.append(check_true("reproduce.timing.record_stamps", f"{name}/ (invocation {i})", not outside,
                               f"{len(outside)} record stamp(s) of phase {name} fall outside the spans the "
