@@ -236,7 +236,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     total_new = sum(r["new_s"] for r in rows)
     total_old = sum(r["old_s"] if r["old_s"] is not None else r["new_s"] for r in rows)
     lower = any(r.get("new_is_partial") for r in rows)
-    print(f"{'total':9s} old {total_old:8.1f} s   new {'>' if lower else ' '}{total_new:7.1f} s   new/old "
+    print(f"{'total':9s} old {'>' if lower else ' '}{total_old:7.1f} s   new {'>' if lower else ' '}{total_new:7.1f} s   new/old "
           f"{'     —' if lower else f'{total_new / total_old:6.3f}'}"
           f"   (a phase without an old figure counts its new one in both columns; {len(with_old)} with both"
           f"{'; a partial phase makes the totals lower bounds' if lower else ''})")

@@ -315,7 +315,12 @@ class RunArchive:
             raise BundleError(f"cannot create the run folder {self.run_dir} ({exc.strerror}): "
                               "give --out a writable folder") from None
         yield PhaseStage(name, staging)
-        # Reached only when the block raised nothing: complete by rename.
+        # Reached only when the block raised nothing: complete by rename. Temporary files of
+        # atomic_write_bytes left by a writer killed mid-write (an earlier, interrupted invocation
+        # that staged this phase) are not part of it.
+        for stale in staging.rglob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         trash = self.run_dir / STAGING_DIR / f"{name}.replaced"
         if final.exists():
             if trash.exists():

@@ -14,16 +14,17 @@ This module never imports torch.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 from bundle.errors import BundleError
 
@@ -284,3 +285,35 @@ class SubprocessEngine:
             stderr=err.text(),
             duration_s=time.perf_counter() - start,
         )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's or ``timeout``'s stop) inside :func:`sigterm_interrupts`.
+
+    A :class:`KeyboardInterrupt`, so every path that handles Ctrl-C handles it: the running native
+    jobs' process groups are killed (``bundle.phases.fixture_runner.run_overlapped``), a phase's
+    staged records stay for a resume, and ``rev88 reproduce`` records the invocation as
+    ``interrupted``. Jobs of the docker and slurm engines are not killed by it.
+    """
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """In the main thread, turn the first SIGTERM into :class:`Terminated` while the block runs.
+
+    Further SIGTERMs are ignored until the block exits, so the cleanup it starts (killing jobs,
+    writing the invocation record) is not cut short by a second one. Outside the main thread the
+    block runs unchanged. The previous handler is restored on exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

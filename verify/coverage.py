@@ -156,8 +156,9 @@ ATTESTATIONS: tuple[Attestation, ...] = (
     Attestation(RUN, "profile/profiles.json.gz", "phase_wall_s", _MEASURED_S),
     Attestation(RUN, "profile/profiles.json.gz", "phase_wall_s_covers", _TEXT),
     Attestation(RUN, "profile/profiles.json.gz", "resumed_runs.**",
-                "which runs an earlier invocation of the phase completed (resume after a crash); no file records the "
-                "invocations (each listed run must be a run of the phase)"),
+                "which runs an earlier invocation of the phase completed (a resume); each listed run must be a run "
+                "of the phase, and its records' stamps must lie in an earlier failed or interrupted span of the phase "
+                "or in an unrecorded gap before the resume (reproduce.timing.record_stamps)"),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "duration_s", _MEASURED_S),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "files.ncu_report.reason", _TEXT),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "files.ncu_report.content_*",

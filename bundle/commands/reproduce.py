@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
         from bundle import preflight  # noqa: PLC0415
         from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.errors import BundleError  # noqa: PLC0415
-        from bundle.phases.reproduce import Terminated, make_engine, parse_phases, run_reproduce  # noqa: PLC0415
+        from bundle.jobs import Terminated  # noqa: PLC0415
+        from bundle.phases.reproduce import make_engine, parse_phases, run_reproduce  # noqa: PLC0415
 
         if device not in ("cuda", "cpu"):
             raise BundleError(f"--device {device!r} is not supported: use cuda or cpu")
@@ -91,9 +92,13 @@ def register(app: typer.Typer) -> None:
             except KeyboardInterrupt as exc:
                 progress.stop()
                 terminated = isinstance(exc, Terminated)
+                jobs = ("its running jobs were killed" if job_engine.kind == "native" else
+                        f"jobs the {job_engine.kind} engine started may still run (stop them with "
+                        f"{'docker ps / docker kill' if job_engine.kind == 'docker' else 'squeue / scancel'})")
+                recorded = (f"the invocation is recorded in {run_dir / 'environment.json.gz'}"
+                            if getattr(exc, "invocation_recorded", False) else "nothing was recorded")
                 print(f"rev88: error: reproduce {'stopped by SIGTERM' if terminated else 'interrupted (Ctrl-C)'}: "
-                      f"its running jobs were killed and the invocation is recorded in "
-                      f"{run_dir / 'environment.json.gz'}; run the same command to resume", file=sys.stderr)
+                      f"{jobs}; {recorded}; run the same command to resume", file=sys.stderr)
                 raise typer.Exit(code=143 if terminated else 130) from None
         rows = [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]]
         rows.append(("total (phases)", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",

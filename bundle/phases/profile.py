@@ -497,7 +497,10 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         threading.Thread(target=run_query, name="ncu-query", daemon=True).start()
         # A run that stores its .ncu-rep (tens of MB, level-9 gzip ~50 s of CPU) stores it and
         # writes its record on a thread of its own, so the next ncu run starts meanwhile; the
-        # summary waits for every record (daemon threads: an interrupt does not wait for them).
+        # summary waits for every record, and a failed store stops the runs not yet started. Daemon
+        # threads: an interrupt (Ctrl-C, SIGTERM) does not wait for them, so a run whose store was
+        # still going has no record and is profiled again on resume (a killed write's temporary
+        # file is swept when the phase completes).
         finishing: list[Future] = []
 
         def in_background(finish: Callable[[], dict[str, Any]]) -> Future:
@@ -541,6 +544,9 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             def job(run: ProfileRun = run, env: dict[str, str] = env) -> tuple[str, dict[str, Any]]:
                 if query.done() and query.exception() is not None:
                     raise query.exception()
+                for stored in list(finishing):  # a failed background store stops the runs not yet started
+                    if stored.done() and stored.exception() is not None:
+                        raise stored.exception()
                 if on_run is not None:
                     on_run(run, runs.index(run), len(runs))
                 keep = keep_reports == "all" or run.repeat_index == 0
@@ -558,6 +564,9 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             for started in finishing:  # let finished runs' records land, so a resume keeps them
                 started.exception()
             raise
+        failed = [started.exception() for started in finishing if started.exception() is not None]  # waits for all
+        if failed:
+            raise failed[0]
         records.update({name: (rec.result() if isinstance(rec, Future) else rec) for name, rec in done})
         capabilities = query.result()
         summary = {

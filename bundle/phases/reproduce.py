@@ -20,21 +20,18 @@ Phase modules are imported lazily; this module never imports torch.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bundle import archive
 from bundle.errors import BundleError
-from bundle.jobs import Engine, JobSpec, SubprocessEngine
+from bundle.jobs import Engine, JobSpec, SubprocessEngine, sigterm_interrupts
 
 PHASES = ("validate", "compare", "qualify", "energy", "profile")
 QUALIFY_WORKSPACE = ":16:8"  # the cache audit's qualification ran under :16:8 (spec 8.2)
@@ -270,31 +267,6 @@ def record_invocation(run_dir: Path, invocation: dict[str, Any]) -> None:
     archive.RunArchive(run_dir).write_manifest()
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's or ``timeout``'s stop) during :func:`run_reproduce`.
-
-    A :class:`KeyboardInterrupt`, so every path that handles Ctrl-C handles it: the running jobs'
-    process groups are killed (``bundle.phases.fixture_runner.run_overlapped``), a phase's staged
-    records stay for a resume, and the invocation is recorded with status ``interrupted``.
-    """
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """In the main thread, turn SIGTERM into :class:`Terminated` while the block runs (else: no change)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise Terminated(f"signal {signum}")
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Sequence[str] = PHASES,
                   device: str = "cuda", force: bool = False,
                   on_phase: Callable[[str, str], None] | None = None,
@@ -332,6 +304,19 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     to_run = [p for p in phases if force or not run.is_complete(p)]
     boards = resolve_boards(gpus, engine=engine, device=device)
     invocation_start, invocation_started_at = time.perf_counter(), archive.utc_now()
+    with sigterm_interrupts():  # a timeout or scheduler stop ends like Ctrl-C: jobs killed, invocation recorded
+        return _reproduce_phases(run_dir, run, phases, engine=engine, device=device, force=force, boards=boards,
+                                 to_run=to_run, gpus=gpus, on_phase=on_phase, on_line=on_line,
+                                 invocation_start=invocation_start, invocation_started_at=invocation_started_at)
+
+
+def _reproduce_phases(run_dir: Path, run: archive.RunArchive, phases: list[str], *, engine: Engine, device: str,
+                      force: bool, boards: list[Any], to_run: list[str], gpus: str | None,
+                      on_phase: Callable[[str, str], None] | None, on_line: Callable[[str], None] | None,
+                      invocation_start: float, invocation_started_at: str) -> dict[str, Any]:
+    """:func:`run_reproduce` from the probe on (SIGTERM already turned into :class:`Terminated`)."""
+    from bundle import preflight  # noqa: PLC0415
+
     with preflight.run_folder(run_dir):
         probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
     done: list[dict[str, Any]] = []
@@ -346,35 +331,40 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
             "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
             "status": status, "phases": done})
 
-    with _sigterm_interrupts():  # a timeout or scheduler stop is recorded like Ctrl-C
-        try:
-            for phase in phases:
-                if run.is_complete(phase) and not force:
-                    done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
-                                 "started_at_utc": None, "finished_at_utc": None})
-                    if on_phase:
-                        on_phase(phase, "skip")
-                    continue
+    try:
+        for phase in phases:
+            if run.is_complete(phase) and not force:
+                done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
+                             "started_at_utc": None, "finished_at_utc": None})
                 if on_phase:
-                    on_phase(phase, "start")
-                started, started_at = time.perf_counter(), archive.utc_now()
-                try:
-                    run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
-                except BaseException as exc:
-                    done.append({"phase": phase, "status": "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-                                 "duration_s": round(time.perf_counter() - started, 3),
-                                 "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-                    raise
-                done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
+                    on_phase(phase, "skip")
+                continue
+            if on_phase:
+                on_phase(phase, "start")
+            started, started_at = time.perf_counter(), archive.utc_now()
+            was_complete = run.is_complete(phase)
+            try:
+                run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
+            except BaseException as exc:
+                # stopped after the phase's folder was completed (its last bookkeeping): it ran
+                completed = not was_complete and run.is_complete(phase)
+                done.append({"phase": phase,
+                             "status": "ran" if completed else
+                             "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                             "duration_s": round(time.perf_counter() - started, 3),
                              "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-                record_missing_executions(run_dir, [phase], engine, probed)
-                if on_phase:
-                    on_phase(phase, "done")
-        except BaseException as exc:
-            # the phases that ran before keep their stamps; a resume skips them
-            record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-            raise
-        record("complete")
+                raise
+            done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
+                         "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
+            record_missing_executions(run_dir, [phase], engine, probed)
+            if on_phase:
+                on_phase(phase, "done")
+    except BaseException as exc:
+        # the phases that ran before keep their stamps; a resume skips them
+        record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        exc.invocation_recorded = True  # for the CLI's message
+        raise
+    record("complete")
     code, verdict = run_verifier(run_dir, on_line=on_line)
     return {
         "run_dir": str(run_dir),

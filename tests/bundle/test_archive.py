@@ -182,3 +182,20 @@ def test_out_that_is_a_file_is_one_line(tmp_path):
     target.write_text("x")
     with pytest.raises(BundleError, match="is not a folder"):
         RunArchive(target)
+
+
+def test_a_completed_phase_drops_temporary_files_of_killed_writers(tmp_path):
+    """A `.NAME.XXXX.tmp` left in a phase's staging folder (a writer thread killed mid-write by an
+    interrupt, before a resume) is not committed into the phase folder; the records are."""
+    from bundle import archive as arc
+
+    run = arc.RunArchive(tmp_path / "run")
+    with pytest.raises(KeyboardInterrupt):
+        with run.phase("profile") as stage:
+            arc.write_json_gz(stage / "a.json.gz", {"x": 1})
+            (stage.path / ".b.json.gz.k3j2.tmp").write_bytes(b"half a record")
+            raise KeyboardInterrupt
+    with run.phase("profile") as stage:  # the resume
+        arc.write_json_gz(stage / "b.json.gz", {"x": 2})
+    names = sorted(p.name for p in run.phase_dir("profile").iterdir())
+    assert names == ["a.json.gz", "b.json.gz"]

@@ -282,8 +282,20 @@ def test_a_failed_background_store_fails_the_phase(tmp_path: Path, fake_ncu: Pat
             raise BundleError("disk full (the test)")
         return real_store(run, *args, **kwargs)
 
+    started, real_run = [], SubprocessEngine.run
+
+    def counting_run(self, spec, **kwargs):
+        started.append(spec.name)
+        return real_run(self, spec, **kwargs)
+
     monkeypatch.setattr(phase, "_store_run", failing_store)
+    monkeypatch.setattr(SubprocessEngine, "run", counting_run)
     run_dir = tmp_path / "run"
     with pytest.raises(BundleError, match=r"disk full \(the test\)"):
         phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3, ncu=str(fake_ncu))
     assert not (run_dir / "profile" / "profiles.json.gz").exists()
+    ncu_runs = [name for name in started if "/workspace-" in name]
+    assert len(ncu_runs) < 12  # the runs not yet started when the store failed were not started
+    staged = run_dir / ".staging" / "profile"
+    for name in ("workspace-4096-8-task-r00", "workspace-4096-8-training-r00", "workspace-16-8-task-r00"):
+        assert (staged / f"{name}.json.gz").is_file(), name  # stores that had started landed before the raise

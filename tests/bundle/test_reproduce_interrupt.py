@@ -69,3 +69,27 @@ def test_sigterm_kills_the_jobs_and_records_the_invocation(tmp_path: Path) -> No
     assert phase["phase"] == "compare" and phase["status"] == "interrupted"
     assert phase["started_at_utc"] <= phase["finished_at_utc"] <= invocation["finished_at_utc"]
     assert not (run_dir / "compare").exists()  # no phase folder that looks complete
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_sigterm_stops_a_phase_command_and_its_jobs(tmp_path: Path) -> None:
+    """`rev88 compare --device cpu` stopped by SIGTERM: one line, exit 143, no fixture job left running."""
+    pytest.importorskip("torch")
+    run_dir = tmp_path / "stopped-compare"
+    proc = subprocess.Popen([sys.executable, "-m", "bundle.cli", "compare", "--out", str(run_dir), "--device", "cpu"],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None and not _jobs_of(proc.pid, run_dir):
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)  # a second one during the cleanup changes nothing
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (out, err)
+    assert err.strip().splitlines()[-1].startswith("rev88: error: stopped by SIGTERM: running native jobs were killed")
+    assert "Traceback" not in err
+    time.sleep(1.0)
+    assert _jobs_of(proc.pid, run_dir) == []
+    assert not (run_dir / "compare").exists()

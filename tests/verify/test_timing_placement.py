@@ -172,3 +172,48 @@ def test_a_recorded_interrupted_invocation_covers_the_resumed_runs(tmp_path: Pat
     assert statuses.get("reproduce.timing.record_stamps") == {"PASS"}
     assert "reproduce.timing.record_stamps_unrecorded" not in statuses
     assert "FAIL" not in statuses.get("reproduce.timing.total", set()) | statuses.get("reproduce.timing.phase", set())
+
+
+def _fake_span(status: str):
+    """A phase span added to the complete invocation 0, wide enough to cover every stamp (a forgery)."""
+    def change(env: dict) -> None:
+        env["reproduce_invocations"][0]["phases"].append(
+            {"phase": "profile", "status": status, "duration_s": 86399.0,
+             "started_at_utc": "2026-12-02T00:00:00+00:00", "finished_at_utc": "2026-12-02T23:59:59+00:00"})
+    return change
+
+
+def _reversed(env: dict) -> None:
+    env["reproduce_invocations"].reverse()
+
+
+@pytest.mark.parametrize(("change", "checks"), [
+    (_fake_span("interrupted"), {"reproduce.timing.status", "reproduce.timing.phase"}),
+    (_fake_span("failed"), {"reproduce.timing.status", "reproduce.timing.phase"}),
+    (_reversed, {"reproduce.timing.chronology"}),
+])
+def test_forged_invocation_spans_fail(tmp_path: Path, change, checks: set) -> None:
+    """A failed/interrupted span that its invocation does not hold, or invocations out of order, FAIL."""
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, "environment.json.gz", change)
+    statuses = check_statuses(root)
+    for check in checks:
+        assert "FAIL" in statuses.get(check, set()), (check, statuses.get(check))
+
+
+def test_a_run_the_resume_made_may_not_hide_in_an_earlier_interrupted_span(tmp_path: Path) -> None:
+    """With the stopped call recorded, a run the summary does not list as resumed, stamped inside that
+    call's span, FAILs: the profile's summary says which runs came from earlier spans."""
+    root = linked_copy(ARCHIVE, tmp_path)
+
+    def add_interrupted(env: dict) -> None:
+        first, resume = env["reproduce_invocations"]
+        stopped = {**resume, "started_at_utc": "2026-12-02T05:25:50+00:00",
+                   "finished_at_utc": "2026-12-02T05:35:15+00:00", "total_s": 565.0, "status": "interrupted",
+                   "phases": [{"phase": "profile", "status": "interrupted", "duration_s": 560.0,
+                               "started_at_utc": "2026-12-02T05:25:55+00:00",
+                               "finished_at_utc": "2026-12-02T05:35:15+00:00"}]}
+        env["reproduce_invocations"] = [first, stopped, resume]
+    forge_record(root, "environment.json.gz", add_interrupted)
+    forge_record(root, NOT_RESUMED, _stamp_at("2026-12-02T05:30:00+00:00"))
+    assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())

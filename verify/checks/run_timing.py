@@ -6,16 +6,20 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
   more than its own start-to-finish span (stamps are ISO-8601 UTC, 1 s slack for rounding);
 * each phase that ran has ``duration_s`` equal to its finish minus start stamp (±1 s), phases
   in protocol order without overlap, inside the invocation;
-* every completion stamp in that phase's records (``completed_at_utc``, ``finished_at_utc``,
-  ``recorded_at_utc`` at the top of each JSON member of the phase folder) falls inside the
-  phase's span in the invocation that completed it (±2 s), or in that phase's span in an earlier
-  invocation that failed or was interrupted in it (a resume keeps what such an invocation
-  finished), unless a later invocation re-ran it. The records of a run the phase's summary lists
-  as resumed (``resumed_runs``) must lie in an earlier invocation's span of the phase; if they lie
-  in no recorded span but between the previous invocation's finish and the completing span's
-  start, they came from an invocation that recorded nothing (killed before it could, e.g. by
-  SIGKILL or from before interrupted invocations were recorded): UNAVAILABLE, with the count;
-  anywhere else, FAIL.
+* every phase entry with stamps (``ran``, ``failed``, ``interrupted``) has ``duration_s`` equal to
+  its stamps, lies inside its invocation and after the phase before it; an invocation's ``status``
+  agrees with its phases (``complete``: only ran/skipped phases; ``failed``/``interrupted``: the last
+  phase has that status); invocations are listed in the order they ran and do not overlap;
+* every completion stamp in a phase's records (``completed_at_utc``, ``finished_at_utc``,
+  ``recorded_at_utc`` at the top of each JSON member of the phase folder) falls inside the phase's
+  span in the invocation that completed it (±2 s), or in a span of that phase in an earlier
+  invocation that failed or was interrupted in it after the phase last completed (a resume keeps
+  what such an invocation finished). A phase whose summary lists the runs it resumed
+  (``resumed_runs``, the profile) is held to that list: its other runs' records must lie in the
+  completing span, the resumed ones' in an earlier failed or interrupted span; resumed records in no
+  recorded span but between the previous invocation's finish and the completing span's start came
+  from an invocation that recorded nothing (killed by SIGKILL, or from before interrupted
+  invocations were recorded): UNAVAILABLE, with the count; anywhere else, FAIL.
 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
@@ -76,15 +80,18 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
     invocations = get_list(env, "reproduce_invocations", rel)
     out: list[CheckResult] = []
     last_run: dict[str, tuple[int, float, float]] = {}
-    spans: dict[str, list[tuple[int, float, float]]] = {}  # every span of a phase that ran, failed or was interrupted
+    spans: dict[str, list[tuple[int, float, float]]] = {}  # the failed or interrupted spans of each phase
+    ran_at: dict[str, list[tuple[int, float]]] = {}  # the invocations in which each phase ran to completion
     finishes: list[float] = []
     for i, inv in enumerate(invocations):
         try:
             finishes.append(_t(inv.get("finished_at_utc"), rel))
             for p in get_list(inv, "phases", rel):
-                if p.get("status") in ("ran", "failed", "interrupted"):
+                if p.get("status") in ("failed", "interrupted"):
                     spans.setdefault(str(p.get("phase")), []).append(
                         (i, _t(p.get("started_at_utc"), rel), _t(p.get("finished_at_utc"), rel)))
+                elif p.get("status") == "ran":
+                    ran_at.setdefault(str(p.get("phase")), []).append((i, _t(p.get("started_at_utc"), rel)))
         except (ValueError, TypeError, AttributeError):
             finishes.append(float("nan"))  # reported by the per-invocation checks below
     for i, inv in enumerate(invocations):
@@ -102,17 +109,40 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
                  check_equal("reproduce.timing.order", where, [p.get("phase") for p in phases],
                              [p for p in PHASE_ORDER if p in {q.get("phase") for q in phases}],
                              what="phases in protocol order")]
+            if i > 0 and finishes[i - 1] == finishes[i - 1]:
+                v.append(check_true("reproduce.timing.chronology", where, start >= finishes[i - 1] - SLACK_S,
+                                    "the invocation starts before the one listed before it finished: "
+                                    "invocations are appended in the order they ran and never overlap",
+                                    recomputed=round(start - finishes[i - 1], 3)))
+            statuses = [p.get("status") for p in phases]
+            stopped = inv.get("status") in ("failed", "interrupted")
+
+            def done_or_skipped(st: Any) -> bool:
+                return st == "ran" or str(st).startswith("skipped")
+            # complete: only ran/skipped phases; failed/interrupted: ran/skipped phases, then at most one
+            # phase of that status (none when it was stopped between phases)
+            body = statuses[:-1] if stopped and statuses and statuses[-1] == inv.get("status") else statuses
+            v.append(check_true(
+                "reproduce.timing.status", where,
+                inv.get("status") in ("complete", "failed", "interrupted") and all(map(done_or_skipped, body)),
+                f"invocation status {inv.get('status')!r} against its phases' {statuses}: a complete invocation "
+                "has only ran/skipped phases; a failed or interrupted one may end with one phase of that status",
+                recorded=inv.get("status")))
             previous_end = start - SLACK_S
-            for p in ran:
+            for p in phases:
+                if p.get("status") not in ("ran", "failed", "interrupted"):
+                    continue
                 ps, pf = _t(p.get("started_at_utc"), where), _t(p.get("finished_at_utc"), where)
                 name = p.get("phase")
                 v.append(check_true("reproduce.timing.phase", f"{where} {name}",
                                     abs((pf - ps) - float(p["duration_s"])) <= DURATION_SLACK_S
                                     and ps >= previous_end and pf <= finish + SLACK_S,
-                                    f"phase {name}: duration_s {p['duration_s']} against its stamps "
-                                    f"{pf - ps:.1f} s, or outside the invocation / overlapping the phase before",
+                                    f"phase {name} ({p.get('status')}): duration_s {p['duration_s']} against its "
+                                    f"stamps {pf - ps:.1f} s, or outside the invocation / overlapping the phase before",
                                     recorded=p["duration_s"], recomputed=round(pf - ps, 3)))
                 previous_end = pf - SLACK_S
+                if p.get("status") != "ran":
+                    continue
                 last_run[name] = (i, ps, pf)
                 devices = sorted({str(r.get("device")) for r in _phase_fixture_records(f, name)})
                 if devices:
@@ -127,22 +157,27 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
     out.append(check_true("reproduce.timing.phases_ran", rel, not missing,
                           f"phase(s) {missing} are in the archive but no recorded invocation ran them",
                           recorded=sorted(last_run), recomputed=present))
-    for name, (i, ps, _pf) in sorted(last_run.items()):
+    for name, (i, ps, pf) in sorted(last_run.items()):
         if not any(rel_.startswith(f"{name}/") for rel_ in f.content):
             continue
         stamps = _phase_stamps(f, name)
-        resumed = _resumed_runs(f, name)
+        resumed, listed = _resumed_runs(f, name)
 
         def is_resumed(stamp: str, resumed: list[str] = resumed, name: str = name) -> bool:
             return any(stamp.startswith(f"{name}/{run}.") for run in resumed)
-        # a resumed run was made by an earlier invocation; any other record by this phase's spans up to i
-        earlier = [(a, b) for j, a, b in spans.get(name, []) if j < i]
-        allowed = [(a, b) for j, a, b in spans.get(name, []) if j <= i]
+        # Spans that may have made records: the completing one, and the failed or interrupted spans of
+        # the phase since it last ran to completion before (an earlier complete run was replaced). A
+        # phase whose summary lists its resumed runs (profile) says which records came from those
+        # earlier spans: the others must come from the completing one.
+        since = max([j for j, _ in ran_at.get(name, []) if j < i], default=-1)
+        earlier = [(a, b) for j, a, b in spans.get(name, []) if since < j < i]
+        completing = [(ps, pf)]
+
+        def fits(t: float, windows: list[tuple[float, float]]) -> bool:
+            return any(a - RECORD_SLACK_S <= t <= b + RECORD_SLACK_S for a, b in windows)
         outside = [(s, t) for s, t in stamps
-                   if not any(a - RECORD_SLACK_S <= t <= b + RECORD_SLACK_S
-                              for a, b in (earlier if is_resumed(s) else allowed))]
-        before = [x for x in finishes[:i] if x == x]
-        gap_start = max(before) if before else float("-inf")
+                   if not fits(t, earlier if is_resumed(s) else completing if listed else earlier + completing)]
+        gap_start = finishes[i - 1] if i > 0 and finishes[i - 1] == finishes[i - 1] else float("-inf")
         unrecorded = [(s, t) for s, t in outside if is_resumed(s) and gap_start - RECORD_SLACK_S <= t <= ps]
         outside = [x for x in outside if x not in unrecorded]
         out.append(check_true("reproduce.timing.record_stamps", f"{name}/ (invocation {i})", not outside,
@@ -160,15 +195,18 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def _resumed_runs(f: ArchiveFiles, phase: str) -> list[str]:
-    """Run names a phase summary (a top-level JSON member of the phase folder) lists as ``resumed_runs``."""
+def _resumed_runs(f: ArchiveFiles, phase: str) -> tuple[list[str], bool]:
+    """Run names a phase summary (a top-level JSON member of the phase folder) lists as ``resumed_runs``,
+    and whether any summary of the phase keeps such a list."""
     names: list[str] = []
+    listed = False
     for rel in sorted(f.content):
         if rel.startswith(f"{phase}/") and rel.count("/") == 1 and rel.endswith((".json.gz", ".json")):
             rec = json_record(f, rel)
             if isinstance(rec, dict) and isinstance(rec.get("resumed_runs"), list):
+                listed = True
                 names += [str(n) for n in rec["resumed_runs"] if isinstance(n, str) and n]
-    return names
+    return names, listed
 
 
 def _phase_fixture_records(f: ArchiveFiles, phase: str) -> list[dict]:
