@@ -155,19 +155,22 @@ def test_stamps_outside_the_gap_or_of_runs_not_resumed_fail(tmp_path: Path, rel:
     assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())
 
 
+def _add_interrupted(env: dict) -> None:
+    """Record the stopped call 2 as the CLI now would: an interrupted invocation between the two."""
+    first, resume = env["reproduce_invocations"]
+    stopped = {**resume, "started_at_utc": "2026-12-02T05:25:50+00:00",
+               "finished_at_utc": "2026-12-02T05:35:15+00:00", "total_s": 565.0, "status": "interrupted",
+               "phases": [{"phase": "profile", "status": "interrupted", "duration_s": 560.0,
+                           "started_at_utc": "2026-12-02T05:25:55+00:00",
+                           "finished_at_utc": "2026-12-02T05:35:15+00:00"}]}
+    env["reproduce_invocations"] = [first, stopped, resume]
+
+
 def test_a_recorded_interrupted_invocation_covers_the_resumed_runs(tmp_path: Path) -> None:
     """With the stopped call's invocation recorded as interrupted (what the CLI now writes on SIGTERM),
     the resumed runs' stamps are checked against its span and PASS; nothing is left UNAVAILABLE."""
-    def add_interrupted(env: dict) -> None:
-        first, resume = env["reproduce_invocations"]
-        stopped = {**resume, "started_at_utc": "2026-12-02T05:25:50+00:00",
-                   "finished_at_utc": "2026-12-02T05:35:15+00:00", "total_s": 565.0, "status": "interrupted",
-                   "phases": [{"phase": "profile", "status": "interrupted", "duration_s": 560.0,
-                               "started_at_utc": "2026-12-02T05:25:55+00:00",
-                               "finished_at_utc": "2026-12-02T05:35:15+00:00"}]}
-        env["reproduce_invocations"] = [first, stopped, resume]
     root = linked_copy(ARCHIVE, tmp_path)
-    forge_record(root, "environment.json.gz", add_interrupted)
+    forge_record(root, "environment.json.gz", _add_interrupted)
     statuses = check_statuses(root)
     assert statuses.get("reproduce.timing.record_stamps") == {"PASS"}
     assert "reproduce.timing.record_stamps_unrecorded" not in statuses
@@ -206,14 +209,6 @@ def test_a_run_the_resume_made_may_not_hide_in_an_earlier_interrupted_span(tmp_p
     call's span, FAILs: the profile's summary says which runs came from earlier spans."""
     root = linked_copy(ARCHIVE, tmp_path)
 
-    def add_interrupted(env: dict) -> None:
-        first, resume = env["reproduce_invocations"]
-        stopped = {**resume, "started_at_utc": "2026-12-02T05:25:50+00:00",
-                   "finished_at_utc": "2026-12-02T05:35:15+00:00", "total_s": 565.0, "status": "interrupted",
-                   "phases": [{"phase": "profile", "status": "interrupted", "duration_s": 560.0,
-                               "started_at_utc": "2026-12-02T05:25:55+00:00",
-                               "finished_at_utc": "2026-12-02T05:35:15+00:00"}]}
-        env["reproduce_invocations"] = [first, stopped, resume]
-    forge_record(root, "environment.json.gz", add_interrupted)
+    forge_record(root, "environment.json.gz", _add_interrupted)
     forge_record(root, NOT_RESUMED, _stamp_at("2026-12-02T05:30:00+00:00"))
     assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())
