@@ -25,8 +25,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,6 +418,20 @@ def _with_shared_locks(paths: Sequence[Path], call: Callable[[], Any]) -> Any:
             handle.close()
 
 
+def _on_daemon_thread(name: str, call: Callable[[], Any]) -> Future:
+    """Run *call* on a daemon thread named *name*; its result or exception lands in the returned future
+    (daemon: a failed or interrupted phase does not wait for it)."""
+    future: Future = Future()
+
+    def target() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as exc:  # noqa: BLE001  (handed to the phase's thread)
+            future.set_exception(exc)
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return future
+
+
 def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEATS, ncu: str | None = None,
                 raw_dir: str | Path | None = None, force: bool = False, mnist_dir: Path | None = None,
                 on_run: Callable[[ProfileRun, int, int], None] | None = None,
@@ -473,8 +489,6 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
     workdir.mkdir(parents=True, exist_ok=True)
     with run_archive.phase(PHASE, force=force) as stage:
         inputs = write_fixture_inputs(workdir, mnist_dir)
-        import threading  # noqa: PLC0415
-        from concurrent.futures import Future  # noqa: PLC0415
 
         from bundle.boards import placement_env  # noqa: PLC0415
         from bundle.phases.fixture_runner import gpu_lock_path, run_overlapped  # noqa: PLC0415
@@ -485,16 +499,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         # board's lock shared: no range runs while it does (a run already exclusive makes it wait).
         # A daemon thread, so that a failed run does not keep the process waiting for it; a failed
         # query stops the runs not yet started.
-        query: Future = Future()
-
-        def run_query() -> None:
-            try:
-                query.set_result(_with_shared_locks(locks, lambda: record_capabilities(
-                    stage, engine=engine, ncu_path=ncu_path, workdir=workdir, on_line=on_line)))
-            except BaseException as exc:  # noqa: BLE001  (handed to the phase's thread)
-                query.set_exception(exc)
-
-        threading.Thread(target=run_query, name="ncu-query", daemon=True).start()
+        query = _on_daemon_thread("ncu-query", lambda: _with_shared_locks(locks, lambda: record_capabilities(
+            stage, engine=engine, ncu_path=ncu_path, workdir=workdir, on_line=on_line)))
         # A run that stores its .ncu-rep (tens of MB, level-9 gzip ~50 s of CPU) stores it and
         # writes its record on a thread of its own, so the next ncu run starts meanwhile; the
         # summary waits for every record, and a failed store stops the runs not yet started. Daemon
@@ -504,16 +510,8 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         finishing: list[Future] = []
 
         def in_background(finish: Callable[[], dict[str, Any]]) -> Future:
-            future: Future = Future()
-            finishing.append(future)
-
-            def target() -> None:
-                try:
-                    future.set_result(finish())
-                except BaseException as exc:  # noqa: BLE001  (handed to the phase's thread)
-                    future.set_exception(exc)
-            threading.Thread(target=target, name="ncu-store", daemon=True).start()
-            return future
+            finishing.append(_on_daemon_thread("ncu-store", finish))
+            return finishing[-1]
 
         records: dict[str, dict[str, Any]] = {}
         resumed: list[str] = []

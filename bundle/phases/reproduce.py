@@ -305,76 +305,64 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     boards = resolve_boards(gpus, engine=engine, device=device)
     invocation_start, invocation_started_at = time.perf_counter(), archive.utc_now()
     with sigterm_interrupts():  # a timeout or scheduler stop ends like Ctrl-C: jobs killed, invocation recorded
-        return _reproduce_phases(run_dir, run, phases, engine=engine, device=device, force=force, boards=boards,
-                                 to_run=to_run, gpus=gpus, on_phase=on_phase, on_line=on_line,
-                                 invocation_start=invocation_start, invocation_started_at=invocation_started_at)
+        with preflight.run_folder(run_dir):
+            probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
+        done: list[dict[str, Any]] = []
 
+        def record(status: str) -> None:
+            record_invocation(run_dir, {
+                "command": list(sys.argv) if sys.argv and sys.argv[0].endswith(("rev88", "cli.py", "__main__.py"))
+                else ["rev88", "reproduce"],
+                "engine": str(getattr(engine, "kind", "native")), "device": device, "gpus": gpus,
+                "boards": [b.record() for b in boards], "started_at_utc": invocation_started_at,
+                "finished_at_utc": archive.utc_now(), "total_s": round(time.perf_counter() - invocation_start, 3),
+                "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
+                "status": status, "phases": done})
 
-def _reproduce_phases(run_dir: Path, run: archive.RunArchive, phases: list[str], *, engine: Engine, device: str,
-                      force: bool, boards: list[Any], to_run: list[str], gpus: str | None,
-                      on_phase: Callable[[str, str], None] | None, on_line: Callable[[str], None] | None,
-                      invocation_start: float, invocation_started_at: str) -> dict[str, Any]:
-    """:func:`run_reproduce` from the probe on (SIGTERM already turned into :class:`Terminated`)."""
-    from bundle import preflight  # noqa: PLC0415
-
-    with preflight.run_folder(run_dir):
-        probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
-    done: list[dict[str, Any]] = []
-
-    def record(status: str) -> None:
-        record_invocation(run_dir, {
-            "command": list(sys.argv) if sys.argv and sys.argv[0].endswith(("rev88", "cli.py", "__main__.py"))
-            else ["rev88", "reproduce"],
-            "engine": str(getattr(engine, "kind", "native")), "device": device, "gpus": gpus,
-            "boards": [b.record() for b in boards], "started_at_utc": invocation_started_at,
-            "finished_at_utc": archive.utc_now(), "total_s": round(time.perf_counter() - invocation_start, 3),
-            "total_s_covers": "probe and every phase of this invocation, not the verifier that follows",
-            "status": status, "phases": done})
-
-    try:
-        for phase in phases:
-            if run.is_complete(phase) and not force:
-                done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
-                             "started_at_utc": None, "finished_at_utc": None})
+        try:
+            for phase in phases:
+                if run.is_complete(phase) and not force:
+                    done.append({"phase": phase, "status": "skipped (already complete)", "duration_s": 0.0,
+                                 "started_at_utc": None, "finished_at_utc": None})
+                    if on_phase:
+                        on_phase(phase, "skip")
+                    continue
                 if on_phase:
-                    on_phase(phase, "skip")
-                continue
-            if on_phase:
-                on_phase(phase, "start")
-            started, started_at = time.perf_counter(), archive.utc_now()
-            was_complete = run.is_complete(phase)
-            try:
-                run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
-            except BaseException as exc:
-                # stopped after the phase's folder was completed (its last bookkeeping): it ran
-                completed = not was_complete and run.is_complete(phase)
-                done.append({"phase": phase,
-                             "status": "ran" if completed else
-                             "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-                             "duration_s": round(time.perf_counter() - started, 3),
+                    on_phase(phase, "start")
+                started, started_at = time.perf_counter(), archive.utc_now()
+                was_complete = run.is_complete(phase)
+                try:
+                    run_phase(phase, run_dir, engine=engine, device=device, force=force, on_line=on_line, boards=boards)
+                except BaseException as exc:
+                    # stopped after the phase's folder was completed (its last bookkeeping): it ran
+                    completed = not was_complete and run.is_complete(phase)
+                    done.append({"phase": phase,
+                                 "status": "ran" if completed else
+                                 "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                                 "duration_s": round(time.perf_counter() - started, 3),
+                                 "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
+                    raise
+                done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
                              "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-                raise
-            done.append({"phase": phase, "status": "ran", "duration_s": round(time.perf_counter() - started, 3),
-                         "started_at_utc": started_at, "finished_at_utc": archive.utc_now()})
-            record_missing_executions(run_dir, [phase], engine, probed)
-            if on_phase:
-                on_phase(phase, "done")
-    except BaseException as exc:
-        # the phases that ran before keep their stamps; a resume skips them
-        record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-        exc.invocation_recorded = True  # for the CLI's message
-        raise
-    record("complete")
-    code, verdict = run_verifier(run_dir, on_line=on_line)
-    return {
-        "run_dir": str(run_dir),
-        "engine": str(getattr(engine, "kind", "native")),
-        "image_reference": getattr(engine, "image_reference", None),
-        "probe": probed,
-        "phases": done,
-        "boards": [b.record() for b in boards],
-        "total_s": round(sum(p["duration_s"] for p in done), 3),
-        "total_s_covers": "the phases' durations summed (the recorded invocation total adds the probe)",
-        "verify_exit_code": code,
-        "verdict": verdict,
-    }
+                record_missing_executions(run_dir, [phase], engine, probed)
+                if on_phase:
+                    on_phase(phase, "done")
+        except BaseException as exc:
+            # the phases that ran before keep their stamps; a resume skips them
+            record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+            exc.invocation_recorded = True  # for the CLI's message
+            raise
+        record("complete")
+        code, verdict = run_verifier(run_dir, on_line=on_line)
+        return {
+            "run_dir": str(run_dir),
+            "engine": str(getattr(engine, "kind", "native")),
+            "image_reference": getattr(engine, "image_reference", None),
+            "probe": probed,
+            "phases": done,
+            "boards": [b.record() for b in boards],
+            "total_s": round(sum(p["duration_s"] for p in done), 3),
+            "total_s_covers": "the phases' durations summed (the recorded invocation total adds the probe)",
+            "verify_exit_code": code,
+            "verdict": verdict,
+        }
