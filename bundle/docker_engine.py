@@ -17,7 +17,9 @@
   as the host user so the files they write stay the user's;
 * output is streamed line by line to ``on_line`` and kept (last 1 MiB per stream);
 * the container is ALWAYS removed afterwards, also when it could not start (a failed GPU
-  request leaves a created container behind even with ``remove=True``).
+  request leaves a created container behind even with ``remove=True``) and when the daemon's
+  answer to ``create`` was lost (each container is named ``rev88-<job>-<12 hex>``, so it is
+  found by name); :meth:`DockerEngine.run` returns only once the daemon no longer lists it.
 
 Every container carries the label :data:`JOB_LABEL` (value: the job name), so leftovers can
 be found with ``docker ps -a --filter label=org.rev88.bundle.job``.
@@ -29,8 +31,10 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,17 @@ IMAGE_ENV = "REV88_IMAGE_REFERENCE"
 IMAGE_ID_ENV = "REV88_IMAGE_ID"
 STREAM_DRAIN_S = 10.0  # how long the attached stream may lag behind the container's exit
 NO_GPU_RUNTIME_MARKERS = ("could not select device driver", "nvidia-container-cli", "unknown or invalid runtime")
+REMOVE_WAIT_S = 120.0  # how long another removal of the same container may take before run() gives up
+
+
+def container_name(job_name: str) -> str:
+    """A fresh container name for job *job_name*: ``rev88-<job, [a-zA-Z0-9_.-] only>-<12 hex>``.
+
+    Docker accepts ``[a-zA-Z0-9][a-zA-Z0-9_.-]+``; other characters become ``-`` and the job part
+    is cut at 80 characters. The random suffix keeps names of concurrent and repeated jobs apart.
+    """
+    slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", job_name).strip("-.")[:80] or "job"
+    return f"rev88-{slug}-{uuid.uuid4().hex[:12]}"
 
 
 def default_image() -> str:
@@ -189,8 +204,8 @@ class DockerEngine:
         """Keyword arguments for ``client.containers.create`` for *spec* (no side effects).
 
         Returns:
-            ``image``, ``entrypoint``, ``command``, ``environment``, ``working_dir``, ``volumes``,
-            ``labels``, ``detach`` and, as the spec asks, ``device_requests``, ``cap_add``, ``user``.
+            ``image``, ``name`` (:func:`container_name`, fresh on every call), ``entrypoint``,
+            ``command``, ``environment``, ``working_dir``, ``volumes``, ``labels``, ``detach`` and, as the spec asks, ``device_requests``, ``cap_add``, ``user``.
 
         Raises:
             BundleError: *spec* has an empty command line.
@@ -206,6 +221,7 @@ class DockerEngine:
         environment.update({str(k): str(v) for k, v in spec.env.items()})
         options: dict[str, Any] = {
             "image": self.image_reference,
+            "name": container_name(spec.name),
             "entrypoint": [argv[0]],
             "command": argv[1:],
             "environment": environment,
@@ -237,7 +253,8 @@ class DockerEngine:
 
         Raises:
             BundleError: the daemon is unreachable, the image is missing, no GPU runtime is
-                available for a GPU job, or the container cannot start for another reason.
+                available for a GPU job, the container cannot start for another reason, or it
+                cannot be removed afterwards.
         """
         docker = _docker()
         self.resolve_image()
@@ -276,8 +293,17 @@ class DockerEngine:
                 duration_s=time.perf_counter() - start,
             )
         finally:
+            if container is None:  # create() failed: a container may exist all the same
+                container = self._find(options["name"])
             if container is not None:
                 self._remove(container)
+
+    def _find(self, name: str) -> Any:
+        """The container named *name*, or None when the daemon has none (or cannot be asked)."""
+        try:
+            return self.client.containers.get(name)
+        except Exception:
+            return None
 
     def _start_error(self, spec: JobSpec, exc: Any) -> BundleError:
         message = _first_line(exc)
@@ -351,16 +377,28 @@ class DockerEngine:
             raise
 
     @staticmethod
-    def _remove(container: Any) -> None:
-        try:
-            container.remove(force=True)
-        except Exception as exc:
-            docker = _docker()
-            if isinstance(exc, docker.errors.NotFound):
+    def _remove(container: Any, wait_s: float = REMOVE_WAIT_S) -> None:
+        """Remove *container* (killing it if it runs); return once the daemon no longer has it.
+
+        Another removal of the same container under way (the daemon answers "already in
+        progress") is waited for: the remove is retried until the daemon answers "not found".
+
+        Raises:
+            BundleError: the daemon refused, or the container was still there after *wait_s* s.
+        """
+        docker = _docker()
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                container.remove(force=True)
                 return
-            if isinstance(exc, docker.errors.APIError) and "already in progress" in str(exc):
+            except docker.errors.NotFound:
                 return
-            raise BundleError(
-                f"could not remove container {container.id[:12]} ({_first_line(exc)}): "
-                f"remove it with `docker rm -f {container.id[:12]}`"
-            ) from None
+            except Exception as exc:
+                in_progress = isinstance(exc, docker.errors.APIError) and "already in progress" in str(exc)
+                if not in_progress or time.monotonic() > deadline:
+                    raise BundleError(
+                        f"could not remove container {container.id[:12]} ({_first_line(exc)}): "
+                        f"remove it with `docker rm -f {container.id[:12]}`"
+                    ) from None
+            time.sleep(0.2)

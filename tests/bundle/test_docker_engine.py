@@ -8,6 +8,8 @@ container with the engine's label may remain.
 from __future__ import annotations
 
 import os
+import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,8 @@ def test_container_options_follow_the_spec(tmp_path: Path) -> None:
     )
     options = engine.container_options(spec)
     assert options["entrypoint"] == ["ncu"]
+    assert re.fullmatch(r"rev88-profile-workspace-16-8-task-r00-[0-9a-f]{12}", options["name"])
+    assert engine.container_options(spec)["name"] != options["name"]  # fresh per container
     assert options["command"] == ["--csv", "python", "-m", "bundle.fixture"]
     assert options["environment"] == {IMAGE_ENV: "example/image:tag", "CUBLAS_WORKSPACE_CONFIG": ":16:8"}
     assert options["working_dir"] == str(tmp_path.resolve())
@@ -81,12 +85,18 @@ def client():
     client.close()
 
 
+def labelled(client) -> list[str]:
+    """Every container carrying the engine's label, as 'name (job <label value>, <status>)'."""
+    return [f"{c.name} (job {c.labels.get(JOB_LABEL)}, {c.status})"
+            for c in client.containers.list(all=True, filters={"label": JOB_LABEL})]
+
+
 @pytest.fixture
 def engine(client):
-    """The engine under test; afterwards, no container with our label may remain."""
+    """The engine under test; before and after, no container with our label may exist."""
+    assert labelled(client) == [], "containers an earlier step left behind"
     yield DockerEngine(IMAGE, client=client)
-    leftovers = client.containers.list(all=True, filters={"label": JOB_LABEL})
-    assert leftovers == [], f"containers left behind: {[c.name for c in leftovers]}"
+    assert labelled(client) == [], "containers this test left behind"
 
 
 @pytest.mark.docker
@@ -176,4 +186,29 @@ def test_missing_image_is_one_clear_line(client, tmp_path: Path) -> None:
     engine = DockerEngine("rev88/does-not-exist:never", client=client)
     with pytest.raises(BundleError, match=r"^image rev88/does-not-exist:never not found .*make image"):
         engine.run(JobSpec(name="test/missing", argv=("true",), workdir=tmp_path, gpu=False))
-    assert client.containers.list(all=True, filters={"label": JOB_LABEL}) == []
+    assert labelled(client) == []
+
+
+@pytest.mark.docker
+def test_concurrent_removals_both_return_only_once_the_container_is_gone(engine: DockerEngine, client,
+                                                                         tmp_path: Path) -> None:
+    """Two removals of one running container at once: the daemon answers one of them "already in
+    progress" (when they overlap); neither may return while the daemon still lists the container."""
+    for attempt in range(3):
+        container = client.containers.create(IMAGE, entrypoint=["sleep"], command=["60"], detach=True,
+                                              labels={JOB_LABEL: f"test/remove-{attempt}"}, network_mode="none")
+        container.start()
+        seen: list[list[str]] = []
+        barrier = threading.Barrier(2)
+
+        def remove(container=container, seen=seen, barrier=barrier) -> None:
+            barrier.wait()
+            DockerEngine._remove(container)
+            seen.append(labelled(client))
+
+        threads = [threading.Thread(target=remove) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=180)
+        assert seen == [[], []]
