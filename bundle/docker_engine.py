@@ -16,6 +16,7 @@
   ``CAP_SYS_ADMIN`` (performance counters for ncu) and runs the job as root; other jobs run
   as the host user so the files they write stay the user's;
 * output is streamed line by line to ``on_line`` and kept (last 1 MiB per stream);
+* while it runs, :func:`bundle.jobs.kill_running_jobs` (an interrupted phase) kills it;
 * the container is ALWAYS removed afterwards, also when it could not start (a failed GPU
   request leaves a created container behind even with ``remove=True``) and when the daemon's
   answer to ``create`` was lost (each container is named ``rev88-<job>-<12 hex>``, so it is
@@ -41,7 +42,15 @@ from typing import Any
 
 from bundle.boards import VISIBLE_ENV
 from bundle.errors import BundleError
-from bundle.jobs import OUTPUT_LIMIT_BYTES, TIMEOUT_EXIT_CODE, JobResult, JobSpec, _BoundedText, expand_argv
+from bundle.jobs import (
+    OUTPUT_LIMIT_BYTES,
+    TIMEOUT_EXIT_CODE,
+    JobResult,
+    JobSpec,
+    _BoundedText,
+    expand_argv,
+    running_job,
+)
 
 JOB_LABEL = "org.rev88.bundle.job"
 DEFAULT_IMAGE = "rev88/gpu:local"  # what `make image` tags; override with $REV88_GPU_IMAGE or --image
@@ -279,7 +288,8 @@ class DockerEngine:
                 ) from None
             except docker.errors.APIError as exc:
                 raise self._start_error(spec, exc) from None
-            exit_code, timed_out = self._wait(container, spec.timeout_s)
+            with running_job(lambda: self._kill(container)):  # an interrupt's kill_running_jobs stops it
+                exit_code, timed_out = self._wait(container, spec.timeout_s)
             pump.join(timeout=STREAM_DRAIN_S)
             if pump.is_alive():  # the stream did not end: take the daemon's log instead
                 out, err = self._logs(container, out, err)
@@ -350,6 +360,14 @@ class DockerEngine:
                 return out, err
             texts.append(text)
         return texts[0], texts[1]
+
+    @staticmethod
+    def _kill(container: Any) -> None:
+        """SIGKILL the container's processes (its wait then returns); nothing when it already stopped."""
+        try:
+            container.kill()
+        except Exception:
+            pass
 
     @staticmethod
     def _wait(container: Any, timeout_s: float) -> tuple[int, bool]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
@@ -38,8 +39,10 @@ FUSED_CTAS_HINT = ("set it to the rev88-fused training programs (1 = the single-
                    "multi-CTA one; on a GPU at most its SM count) or unset it")
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
-_RUNNING: set[int] = set()  # process-group ids of the jobs SubprocessEngine is running (kill_running_jobs)
+_RUNNING: dict[int, Callable[[], None]] = {}  # token -> how to stop one job an engine runs now (kill_running_jobs)
 _RUNNING_GUARD = threading.Lock()
+_TOKENS = itertools.count(1)
+STOP_POLL_S = 0.25  # stop_jobs: how often it stops again what started since
 
 
 def fused_train_programs(environ: Mapping[str, str] | None = None) -> int:
@@ -63,21 +66,63 @@ def fused_train_programs(environ: Mapping[str, str] | None = None) -> int:
     return int(text)
 
 
-def kill_running_jobs() -> int:
-    """SIGKILL the process group of every job :class:`SubprocessEngine` is running now; how many.
+@contextlib.contextmanager
+def running_job(stop: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, *stop* is how :func:`kill_running_jobs` stops this job.
 
-    For an interrupted phase whose jobs run on worker threads: each job's process runs in its own
-    session (so a terminal's Ctrl-C reaches only this process), and the threads' ``run`` calls then
-    return with the killed jobs' exit codes.
+    Every engine registers its running jobs here: :class:`SubprocessEngine` a SIGKILL of the
+    job's process group, ``bundle.docker_engine.DockerEngine`` a kill of its container (which is
+    then removed as after any end), ``bundle.slurm_engine.SlurmEngine`` an ``scancel``. *stop*
+    must be safe to call from another thread and after the job ended.
     """
     with _RUNNING_GUARD:
-        groups = sorted(_RUNNING)
-    for group in groups:
+        token = next(_TOKENS)
+        _RUNNING[token] = stop
+    try:
+        yield
+    finally:
+        with _RUNNING_GUARD:
+            _RUNNING.pop(token, None)
+
+
+def kill_running_jobs() -> int:
+    """Stop every job an engine of this process is running now (:func:`running_job`); how many.
+
+    For an interrupted phase whose jobs run on worker threads: native jobs run in their own
+    sessions (a terminal's Ctrl-C reaches only this process), containers and batch jobs outside
+    it, so the interrupt stops them here; the threads' ``run`` calls then return (or raise) as
+    for any killed job. A stop that fails (the job already gone) is ignored.
+    """
+    with _RUNNING_GUARD:
+        stops = list(_RUNNING.values())
+    for stop in stops:
         try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
+            stop()
+        except Exception:
             pass
-    return len(groups)
+    return len(stops)
+
+
+def stop_jobs(futures: Collection[Any], wait_s: float = 600.0) -> None:
+    """After an interrupt: cancel the *futures* (``concurrent.futures.Future``) not started, then
+    stop the running jobs until every future is done (a job a worker thread started after a
+    stop is stopped at the next poll), waiting at most *wait_s* s."""
+    from concurrent.futures import wait  # noqa: PLC0415
+
+    for future in futures:
+        future.cancel()
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        kill_running_jobs()
+        if not wait(futures, timeout=STOP_POLL_S).not_done:
+            return
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -243,8 +288,6 @@ class SubprocessEngine:
             raise BundleError(
                 f"cannot start job {spec.name} ({argv[0]}: {exc.strerror}): check that the program is installed"
             ) from None
-        with _RUNNING_GUARD:
-            _RUNNING.add(proc.pid)
         out, err = _BoundedText(self.output_limit_bytes), _BoundedText(self.output_limit_bytes)
         lock = threading.Lock()
         threads = [
@@ -253,27 +296,19 @@ class SubprocessEngine:
         ]
         for thread in threads:
             thread.start()
-        try:
-            exit_code = proc.wait(timeout=spec.timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        with running_job(lambda: _kill_group(proc.pid)):
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            exit_code = TIMEOUT_EXIT_CODE
-        except BaseException:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            raise
-        finally:
-            with _RUNNING_GUARD:
-                _RUNNING.discard(proc.pid)
+                exit_code = proc.wait(timeout=spec.timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc.pid)
+                proc.wait()
+                exit_code = TIMEOUT_EXIT_CODE
+            except BaseException:
+                _kill_group(proc.pid)
+                proc.wait()
+                raise
         for thread in threads:
             thread.join(timeout=10)
         if timed_out:
@@ -290,10 +325,10 @@ class SubprocessEngine:
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler's or ``timeout``'s stop) inside :func:`sigterm_interrupts`.
 
-    A :class:`KeyboardInterrupt`, so every path that handles Ctrl-C handles it: the running native
-    jobs' process groups are killed (``bundle.phases.fixture_runner.run_overlapped``), a phase's
-    staged records stay for a resume, and ``rev88 reproduce`` records the invocation as
-    ``interrupted``. Jobs of the docker and slurm engines are not killed by it.
+    A :class:`KeyboardInterrupt`, so every path that handles Ctrl-C handles it: the running jobs
+    of every engine are stopped (:func:`stop_jobs`: native process groups killed, containers
+    killed and removed, Slurm jobs cancelled), a phase's staged records stay for a resume, and
+    ``rev88 reproduce`` records the invocation as ``interrupted``.
     """
 
 

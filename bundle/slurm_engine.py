@@ -18,7 +18,8 @@
 * a job that ends ``NODE_FAIL``, ``BOOT_FAIL`` or ``PREEMPTED`` is resubmitted (``retries``
   times); ``TIMEOUT`` gives exit code 124 like the other engines; ``CANCELLED`` or
   ``OUT_OF_MEMORY`` raise one line. A job still queued or running when this process is
-  interrupted is cancelled (``scancel``).
+  interrupted is cancelled (``scancel``), also when it runs on a worker thread of an overlapped
+  phase (:func:`bundle.jobs.kill_running_jobs`).
 
 Every job is named ``rev88-<spec name>`` and carries ``--comment=org.rev88.bundle``.
 This module never imports torch.
@@ -50,6 +51,7 @@ from bundle.jobs import (
     JobSpec,
     _BoundedText,
     expand_argv,
+    running_job,
 )
 
 JOB_COMMENT = "org.rev88.bundle"
@@ -356,12 +358,13 @@ class SlurmEngine:
             verdict: tuple[str, int, int] | None = None
             try:
                 deadline = time.monotonic() + spec.timeout_s + 600.0  # Slurm's --time kills it first
-                while self._queued(job.job_id):
-                    self._drain(job, (out, err), on_line)
-                    if time.monotonic() > deadline:
-                        self._cancel(job.job_id)
-                        break
-                    time.sleep(self.options.poll_s)
+                with running_job(lambda job_id=job.job_id: self._cancel(job_id)):  # kill_running_jobs cancels it
+                    while self._queued(job.job_id):
+                        self._drain(job, (out, err), on_line)
+                        if time.monotonic() > deadline:
+                            self._cancel(job.job_id)
+                            break
+                        time.sleep(self.options.poll_s)
                 settle = time.monotonic() + self.options.settle_s
                 while (verdict := self.accounting(job.job_id)) is None and time.monotonic() < settle:
                     time.sleep(min(self.options.poll_s, 1.0))

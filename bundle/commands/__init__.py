@@ -21,7 +21,7 @@ def one_line_errors(func: F) -> F:
 
     No traceback is printed; any other exception propagates unchanged (a bug, not bad input).
     SIGTERM while the command runs becomes :class:`bundle.jobs.Terminated` (handled like Ctrl-C:
-    overlapped native jobs are killed), then one line and exit 143.
+    the running jobs of every engine are stopped), then one line and exit 143.
     """
 
     @functools.wraps(func)
@@ -29,14 +29,15 @@ def one_line_errors(func: F) -> F:
         from bundle.jobs import Terminated, sigterm_interrupts  # noqa: PLC0415
 
         try:
-            with sigterm_interrupts():  # SIGTERM ends a command like Ctrl-C: native jobs are killed
+            with sigterm_interrupts():  # SIGTERM ends a command like Ctrl-C: running jobs are stopped
                 return func(*args, **kwargs)
         except BundleError as exc:
             print(f"rev88: error: {exc}", file=sys.stderr)
             raise typer.Exit(code=exc.exit_code) from None
         except Terminated:
-            print("rev88: error: stopped by SIGTERM: running native jobs were killed; a phase's staged records "
-                  "stay, so the same command resumes it", file=sys.stderr)
+            print("rev88: error: stopped by SIGTERM: running jobs were stopped (processes and containers killed, "
+                  "Slurm jobs cancelled); a phase's staged records stay, so the same command resumes it",
+                  file=sys.stderr)
             raise typer.Exit(code=143) from None
 
     return wrapper  # type: ignore[return-value]

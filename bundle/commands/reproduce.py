@@ -92,9 +92,9 @@ def register(app: typer.Typer) -> None:
             except KeyboardInterrupt as exc:
                 progress.stop()
                 terminated = isinstance(exc, Terminated)
-                jobs = ("its running jobs were killed" if job_engine.kind == "native" else
-                        f"jobs the {job_engine.kind} engine started may still run (stop them with "
-                        f"{'docker ps / docker kill' if job_engine.kind == 'docker' else 'squeue / scancel'})")
+                jobs = {"docker": "its running containers were killed and removed",
+                        "slurm": "its queued and running Slurm jobs were cancelled"}.get(
+                            job_engine.kind, "its running jobs were killed")
                 recorded = (f"the invocation is recorded in {run_dir / 'environment.json.gz'}"
                             if getattr(exc, "invocation_recorded", False) else "nothing was recorded")
                 print(f"rev88: error: reproduce {'stopped by SIGTERM' if terminated else 'interrupted (Ctrl-C)'}: "

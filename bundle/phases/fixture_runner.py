@@ -203,9 +203,10 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
     Failure: the first job that raises stops the rest. Jobs not yet started are cancelled, the turn
     file is set to ``-1`` (processes still waiting for their turn refuse to run; one already past its
     turn check, such as a pre-started job that took the lock as the failed one exited, runs to its
-    end), running jobs are waited for, then the first exception is raised. An interrupt (Ctrl-C)
-    while jobs run sets the turn to ``-1``, cancels what has not started and kills the process
-    groups of the jobs :class:`bundle.jobs.SubprocessEngine` is running, then re-raises.
+    end), running jobs are waited for, then the first exception is raised. An interrupt (Ctrl-C,
+    or SIGTERM as :class:`bundle.jobs.Terminated`) while jobs run sets the turn to ``-1``, cancels
+    what has not started and stops the running jobs of every engine (:func:`bundle.jobs.stop_jobs`:
+    process groups killed, containers killed and removed, Slurm jobs cancelled), then re-raises.
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
@@ -238,13 +239,11 @@ def run_overlapped(jobs: Sequence[Callable[[], Any]], width: int, turn_file: Pat
         futures = [pool.submit(wrapped, k, job) for k, job in enumerate(jobs)]
         try:
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        except BaseException:  # Ctrl-C (the jobs' processes run in their own sessions: it does not reach them)
-            from bundle.jobs import kill_running_jobs  # noqa: PLC0415
+        except BaseException:  # Ctrl-C / SIGTERM: it does not reach the jobs (own sessions, containers, Slurm)
+            from bundle.jobs import stop_jobs  # noqa: PLC0415
 
             set_turn(-1, only_if_below=False)
-            for future in futures:
-                future.cancel()
-            kill_running_jobs()
+            stop_jobs(futures)
             raise
         failed = [f for f in futures if f in done and f.exception() is not None]
         if failed:

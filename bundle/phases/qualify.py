@@ -341,10 +341,17 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
         else:
             from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # noqa: PLC0415
 
+            from bundle.jobs import stop_jobs  # noqa: PLC0415
+
             pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="qualify")
+            interrupted: BaseException | None = None
             try:
                 futures = {i: pool.submit(train, i) for i in todo}
-                wait(futures.values(), return_when=FIRST_EXCEPTION)
+                try:
+                    wait(futures.values(), return_when=FIRST_EXCEPTION)
+                except BaseException as exc:  # Ctrl-C / SIGTERM: the draws' jobs run outside this process
+                    interrupted = exc
+                    stop_jobs(futures.values())
                 if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures.values()):
                     for f in futures.values():
                         f.cancel()  # draws not yet started are not started
@@ -353,9 +360,11 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
                 pool.shutdown(wait=True, cancel_futures=True)
             peers = overlaps(spans)
             finished = [i for i in todo if not futures[i].cancelled() and futures[i].exception() is None]
-            for i in finished:  # finished draws stay staged, also when another draw failed
+            for i in finished:  # finished draws stay staged, also when another draw failed or on an interrupt
                 draw, _, out = futures[i].result()
                 store(i, draw, out, peers[i])
+            if interrupted is not None:
+                raise interrupted
             errors = [futures[i].exception() for i in todo if not futures[i].cancelled()
                       and futures[i].exception() is not None]
             if errors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -198,3 +199,61 @@ def test_qualify_draws_no_progress_bar_into_a_file(tmp_path):
     assert "qualify draw" not in text and "1/1" not in text
     assert [line for line in text.splitlines() if "━" in line and set(line) - set("┏┳┓┡╇┩━")] == []
     assert "━" not in result.stderr
+
+
+class _ThenSleep:
+    """Draw 0: the real in-process learner (CPU); any other draw: a native job sleeping 120 s (the
+    draw that is still running when the phase is interrupted). Not an InProcessRunner, so jobs > 1."""
+
+    def __init__(self, workdir) -> None:
+        from bundle.jobs import SubprocessEngine  # noqa: PLC0415
+
+        self.inner = qualify.InProcessRunner("cpu")
+        self.engine, self.workdir = SubprocessEngine(), workdir
+        self.finished: list[int] = []
+
+    def __call__(self, draw_index, inputs):
+        from bundle.jobs import JobSpec  # noqa: PLC0415
+
+        if draw_index == 0:
+            out = self.inner(draw_index, inputs)
+            self.finished.append(draw_index)
+            return out
+        result = self.engine.run(JobSpec(f"sleep-{draw_index}", ("sleep", "120"), {}, self.workdir))
+        raise BundleError(f"draw {draw_index}: the sleeping job ended with exit code {result.exit_code}")
+
+
+def test_interrupt_of_overlapped_draws_stops_their_jobs_and_keeps_the_finished_draw(tmp_path):
+    """Ctrl-C while draws run on worker threads: the running draw's job is killed (not waited for),
+    the draw that had finished is staged for the resume, nothing else is."""
+    import signal
+    import threading
+
+    from bundle.jobs import _RUNNING
+
+    run_dir, runner_, sent = tmp_path / "run", _ThenSleep(tmp_path), []
+
+    def interrupt_once_draw0_is_done() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (runner_.finished and _RUNNING):
+            time.sleep(0.1)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGALRM)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    threading.Thread(target=interrupt_once_draw0_is_done, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            qualify.run_qualification(run_dir, draws=[0, 1], runner=runner_, jobs=2)
+        stopped = time.monotonic()
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert runner_.finished == [0]
+    assert not _RUNNING  # the sleeping job was killed and unregistered, not left for its 120 s
+    staging = run_dir / ".staging" / "qualify"
+    assert (staging / "draw-00.json.gz").is_file() and (staging / "draw-00.predictions.npy").is_file()
+    assert not (staging / "draw-01.json.gz").exists() and not (run_dir / "qualify").exists()
+    assert stopped - sent[0] < 30  # not the sleeping job's 120 s

@@ -88,7 +88,7 @@ def test_sigterm_stops_a_phase_command_and_its_jobs(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)  # a second one during the cleanup changes nothing
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, (out, err)
-    assert err.strip().splitlines()[-1].startswith("rev88: error: stopped by SIGTERM: running native jobs were killed")
+    assert err.strip().splitlines()[-1].startswith("rev88: error: stopped by SIGTERM: running jobs were stopped")
     assert "Traceback" not in err
     time.sleep(1.0)
     assert _jobs_of(proc.pid, run_dir) == []
