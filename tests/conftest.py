@@ -133,3 +133,36 @@ def forge_record(root: Path, rel: str, change) -> None:
     archive.write_json_gz(root / rel, rec)
     (root / "manifest.json").unlink()
     archive.RunArchive(root).write_manifest()
+
+
+def interrupted_when(ready, run, timeout_s: float = 300.0) -> float:
+    """Call *run* () and deliver Ctrl-C (KeyboardInterrupt, through SIGALRM to the main thread)
+    once *ready* () is true (polled from a thread, at most *timeout_s* s); *run* must raise it.
+
+    Returns the seconds from the interrupt to *run*'s raise (what an interrupted phase spent
+    stopping its jobs). Fails the test when *run* returns or raises something else.
+    """
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    sent: list[float] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not ready():
+            time.sleep(0.1)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGALRM)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+        return time.monotonic() - sent[0]
+    finally:
+        signal.signal(signal.SIGALRM, previous)

@@ -17,6 +17,7 @@ import pytest
 from bundle.docker_engine import IMAGE_ENV, IMAGE_ID_ENV, JOB_LABEL, DockerEngine
 from bundle.errors import BundleError
 from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
+from tests.conftest import interrupted_when
 
 IMAGE = os.environ.get("REV88_VERIFY_IMAGE", "rev88/verify:local")
 
@@ -219,32 +220,11 @@ def test_interrupt_of_an_overlapped_phase_kills_and_removes_its_containers(engin
                                                                            tmp_path: Path) -> None:
     """Ctrl-C while two container jobs run on worker threads (three queued): both containers are
     killed and removed before the interrupt propagates, the third never starts."""
-    import signal
-    import time
-
     from bundle.phases.fixture_runner import run_overlapped
 
     jobs = [lambda k=k: engine.run(JobSpec(name=f"test/sleep-{k}", argv=("sleep", "120"), workdir=tmp_path,
                                            gpu=False)) for k in range(3)]
-    sent: list[float] = []
-
-    def interrupt_once_both_run() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(client.containers.list(filters={"label": JOB_LABEL})) < 2:
-            time.sleep(0.2)
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGALRM)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    threading.Thread(target=interrupt_once_both_run, daemon=True).start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_overlapped(jobs, 2)
-        stopped = time.monotonic()
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-    assert stopped - sent[0] < 60  # not the jobs' 120 s
+    seconds = interrupted_when(lambda: len(client.containers.list(filters={"label": JOB_LABEL})) >= 2,
+                               lambda: run_overlapped(jobs, 2), timeout_s=120)
+    assert seconds < 60  # not the jobs' 120 s
     assert labelled(client) == []  # killed and removed, not left running

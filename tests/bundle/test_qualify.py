@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import numpy as np
@@ -15,7 +14,7 @@ from bundle.cli import app
 from bundle.data import array_sha256
 from bundle.errors import BundleError
 from bundle.phases import qualify
-from tests.conftest import ORIGINAL_ARCHIVE
+from tests.conftest import ORIGINAL_ARCHIVE, interrupted_when
 
 runner = CliRunner()
 FROZEN_ACCURACY = json.loads((ORIGINAL_ARCHIVE / "accuracy.json").read_text())
@@ -226,34 +225,14 @@ class _ThenSleep:
 def test_interrupt_of_overlapped_draws_stops_their_jobs_and_keeps_the_finished_draw(tmp_path):
     """Ctrl-C while draws run on worker threads: the running draw's job is killed (not waited for),
     the draw that had finished is staged for the resume, nothing else is."""
-    import signal
-    import threading
-
     from bundle.jobs import _RUNNING
 
-    run_dir, runner_, sent = tmp_path / "run", _ThenSleep(tmp_path), []
-
-    def interrupt_once_draw0_is_done() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (runner_.finished and _RUNNING):
-            time.sleep(0.1)
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGALRM)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    threading.Thread(target=interrupt_once_draw0_is_done, daemon=True).start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            qualify.run_qualification(run_dir, draws=[0, 1], runner=runner_, jobs=2)
-        stopped = time.monotonic()
-    finally:
-        signal.signal(signal.SIGALRM, previous)
+    run_dir, runner_ = tmp_path / "run", _ThenSleep(tmp_path)
+    seconds = interrupted_when(lambda: runner_.finished and _RUNNING,
+                               lambda: qualify.run_qualification(run_dir, draws=[0, 1], runner=runner_, jobs=2))
     assert runner_.finished == [0]
     assert not _RUNNING  # the sleeping job was killed and unregistered, not left for its 120 s
     staging = run_dir / ".staging" / "qualify"
     assert (staging / "draw-00.json.gz").is_file() and (staging / "draw-00.predictions.npy").is_file()
     assert not (staging / "draw-01.json.gz").exists() and not (run_dir / "qualify").exists()
-    assert stopped - sent[0] < 30  # not the sleeping job's 120 s
+    assert seconds < 30  # not the sleeping job's 120 s

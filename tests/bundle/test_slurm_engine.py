@@ -19,6 +19,7 @@ import pytest
 from bundle.errors import BundleError
 from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
 from bundle.slurm_engine import SlurmEngine, SlurmOptions, load_options
+from tests.conftest import interrupted_when
 
 
 def test_script_and_sbatch_line_follow_the_spec(tmp_path: Path, monkeypatch) -> None:
@@ -138,35 +139,15 @@ def test_real_timeout_gives_124(engine: SlurmEngine, tmp_path: Path) -> None:
 def test_interrupt_of_an_overlapped_phase_cancels_its_slurm_jobs(engine: SlurmEngine, tmp_path: Path) -> None:
     """Ctrl-C while two batch jobs run on worker threads: both are cancelled (scancel) before the
     interrupt propagates, so none outlives the phase."""
-    import signal
-
     from bundle.phases.fixture_runner import run_overlapped
 
     markers = [tmp_path / f"started-{k}" for k in range(2)]
     jobs = [lambda k=k: engine.run(JobSpec(name=f"test/slurm-sleep-{k}", argv=(
         "{python}", "-c", f"import pathlib, time; pathlib.Path({str(markers[k])!r}).write_text('x'); time.sleep(300)"),
         workdir=tmp_path, gpu=False, timeout_s=600)) for k in range(2)]
-    sent: list[float] = []
-
-    def interrupt_once_both_run() -> None:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not all(m.exists() for m in markers):
-            time.sleep(0.2)
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGALRM)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    threading.Thread(target=interrupt_once_both_run, daemon=True).start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_overlapped(jobs, 2)
-        stopped = time.monotonic()
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-    assert all(m.exists() for m in markers) and stopped - sent[0] < 120  # not the jobs' 300 s
+    seconds = interrupted_when(lambda: all(m.exists() for m in markers), lambda: run_overlapped(jobs, 2),
+                               timeout_s=240)
+    assert all(m.exists() for m in markers) and seconds < 120  # not the jobs' 300 s
     assert len(engine.job_ids) == 2
     for job_id in engine.job_ids:  # Slurm's own verdict: cancelled, not left to run or ended by itself
         verdict = None
