@@ -5,6 +5,7 @@ A run archive is one folder (``evidence/<run-id>/``)::
     manifest.json          # every completed file: size, sha256, content sha256 for .gz
     environment.json.gz    # where each phase ran (native or docker, pinned image or not)
     <phase>/...            # one folder per completed phase
+    <phase>/resumed.json.gz  # after a resume: which records an earlier, unfinished attempt had staged
     .staging/<phase>/...   # an unfinished phase (kept for resume; never in the manifest)
 
 Records are written as the original study wrote its JSON (spec "Conventions": 2-space
@@ -41,6 +42,10 @@ MANIFEST_NAME = "manifest.json"
 ENVIRONMENT_NAME = "environment.json.gz"
 STAGING_DIR = ".staging"
 WORK_DIR = ".work"  # per-phase scratch (derived inputs); removed when the phase completes
+RESUMED_NAME = "resumed.json.gz"  # written into every phase at completion (RunArchive.phase)
+RESUMED_SCOPE = ("runs (record file stems, relative to the phase folder) whose JSON records an earlier, unfinished "
+                 "attempt at this phase had staged and that this completion kept byte for byte; every other record "
+                 "of the phase was written by the invocation that completed it")
 _CHUNK_BYTES = 1 << 20
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
@@ -295,7 +300,10 @@ class RunArchive:
                 crash in the rerun keeps the old result).
 
         Yields:
-            The :class:`PhaseStage`; files already staged by an interrupted attempt are kept.
+            The :class:`PhaseStage`; files already staged by an interrupted attempt are kept. At
+            completion, when JSON records staged before the block are still there unchanged (a
+            resume), :data:`RESUMED_NAME` lists their runs (``resumed_runs``, file stems relative
+            to the phase folder), so the verifier knows which records came from that attempt.
 
         Raises:
             BundleError: the phase is already complete and *force* is false.
@@ -314,6 +322,7 @@ class RunArchive:
         except OSError as exc:
             raise BundleError(f"cannot create the run folder {self.run_dir} ({exc.strerror}): "
                               "give --out a writable folder") from None
+        staged = _json_records(staging)  # what an earlier, unfinished attempt left (a resume keeps it)
         yield PhaseStage(name, staging)
         # Reached only when the block raised nothing: complete by rename. Temporary files of
         # atomic_write_bytes left by a writer killed mid-write (an earlier, interrupted invocation
@@ -321,6 +330,11 @@ class RunArchive:
         for stale in staging.rglob(".*.tmp"):
             with contextlib.suppress(OSError):
                 stale.unlink()
+        kept = _json_records(staging)
+        resumed = sorted({_run_stem(rel) for rel, sha in staged.items() if kept.get(rel) == sha})
+        if resumed:  # the verifier holds the phase's record stamps to this list (reproduce.timing)
+            write_json_gz(staging / RESUMED_NAME, {"schema_version": SCHEMA_VERSION, "phase": name,
+                                                   "resumed_runs": resumed, "scope": RESUMED_SCOPE})
         trash = self.run_dir / STAGING_DIR / f"{name}.replaced"
         if final.exists():
             if trash.exists():
@@ -405,3 +419,20 @@ class RunArchive:
         write_json_gz(path, record)
         self.write_manifest()
         return path
+
+
+def _json_records(folder: Path) -> dict[str, str]:
+    """sha256 of every JSON record (``.json``, ``.json.gz``) under *folder* by relative path, not
+    :data:`RESUMED_NAME` and no hidden file."""
+    if not folder.is_dir():
+        return {}
+    return {path.relative_to(folder).as_posix(): file_sha256(path) for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name.endswith((".json", ".json.gz")) and path.name != RESUMED_NAME
+            and not any(part.startswith(".") for part in path.relative_to(folder).parts)}
+
+
+def _run_stem(rel: str) -> str:
+    """The run a record belongs to: its path up to the first dot of its name (``trial-r00-workspace-16-8``
+    for ``trial-r00-workspace-16-8.json.gz``, ``smoke/worker`` for ``smoke/worker.json.gz``)."""
+    folder, _, name = rel.rpartition("/")
+    return f"{folder}/{name.split('.')[0]}" if folder else name.split(".")[0]

@@ -159,6 +159,11 @@ ATTESTATIONS: tuple[Attestation, ...] = (
                 "which runs an earlier invocation of the phase completed (a resume); each listed run must be a run "
                 "of the phase, and its records' stamps must lie in an earlier failed or interrupted span of the phase "
                 "or in an unrecorded gap before the resume (reproduce.timing.record_stamps)"),
+    Attestation(RUN, "*/resumed.json.gz", "resumed_runs.**",
+                "which records an earlier, unfinished attempt at the phase staged and its completion kept (a "
+                "resume); each listed run must be a record of the phase (phase.resumed.runs), and its stamps must lie "
+                "in an earlier failed or interrupted span of the phase or in an unrecorded gap before the resume, "
+                "every other record's in the completing span (reproduce.timing.record_stamps)"),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "duration_s", _MEASURED_S),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "files.ncu_report.reason", _TEXT),
     Attestation(RUN, "profile/workspace-W-S-rNN.json.gz", "files.ncu_report.content_*",

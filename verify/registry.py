@@ -70,6 +70,7 @@ def run_families() -> tuple[tuple[str, Family], ...]:
         ("run.fields", run_fields.check_run_fields),
         ("run.timing", run_timing.check_reproduce_timing),
         ("run.placement", run_timing.check_placement),
+        ("run.resumed", run_timing.check_resumed_lists),
     )
 
 

@@ -78,6 +78,11 @@ def lock_scope_of(fixture: dict[str, Any]) -> str | None:
     return str(lock.get("scope", "process")) if isinstance(lock, dict) else None
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
+#: On an interrupt, how long the phase waits for the background stores of runs that had finished
+#: (cross-check, level-9 gzip and record of a kept .ncu-rep: ~50 s for a 116 MB report on the 2-core
+#: AMD EPYC) before it re-raises; a store that lands keeps its run for the resume. A SIGKILL
+#: meanwhile loses only that run (its temporary file is swept by RunArchive.phase).
+STORE_GRACE_S = 180.0
 QUERY_TIMEOUT_S = 600.0
 GPU_LOCK_TEXT = {
     "range": ("each run's fixture processes take the board's GPU lock shared before CUDA initialisation "
@@ -561,6 +566,11 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
         except Exception:
             for started in finishing:  # let finished runs' records land, so a resume keeps them
                 started.exception()
+            raise
+        except BaseException:  # Ctrl-C / SIGTERM: the ncu runs are stopped; finished runs still being
+            from concurrent.futures import wait  # noqa: PLC0415  (stored get STORE_GRACE_S s to land)
+
+            wait(finishing, timeout=STORE_GRACE_S)
             raise
         failed = [started.exception() for started in finishing if started.exception() is not None]  # waits for all
         if failed:

@@ -122,7 +122,28 @@ def test_crash_mid_phase_keeps_staging_and_resume_skips_done_jobs(tmp_path):
     ]
     phase(fail_at=None)
     assert done == [0, 1, 2]  # draws 0 and 1 were not redone
-    assert [f["path"] for f in run.read_manifest()["files"]] == [f"qualify/draw-{i:02d}.json.gz" for i in range(3)]
+    assert [f["path"] for f in run.read_manifest()["files"]] == [
+        *(f"qualify/draw-{i:02d}.json.gz" for i in range(3)), "qualify/resumed.json.gz"]
+    resumed = archive.read_json_gz(tmp_path / "run" / "qualify" / archive.RESUMED_NAME)
+    assert resumed["resumed_runs"] == ["draw-00", "draw-01"] and resumed["phase"] == "qualify"
+
+
+def test_resumed_lists_only_records_kept_byte_for_byte(tmp_path):
+    """A staged record the completing attempt rewrote (other bytes) is not listed as resumed; a
+    phase that resumed nothing gets no resumed.json.gz; nested records keep their folder."""
+    run = RunArchive(tmp_path / "run")
+    with pytest.raises(RuntimeError):
+        with run.phase("validate") as stage:
+            archive.write_json_gz(stage / "smoke" / "worker.json.gz", {"v": 1})
+            archive.write_json_gz(stage / "config.json.gz", {"v": 1})
+            raise RuntimeError("stopped")
+    with run.phase("validate") as stage:
+        archive.write_json_gz(stage / "config.json.gz", {"v": 2})  # rewritten: written by this attempt
+    resumed = archive.read_json_gz(tmp_path / "run" / "validate" / archive.RESUMED_NAME)
+    assert resumed["resumed_runs"] == ["smoke/worker"]
+    with run.phase("compare") as stage:
+        archive.write_json_gz(stage / "x.json.gz", {"v": 1})
+    assert not (tmp_path / "run" / "compare" / archive.RESUMED_NAME).exists()
 
 
 def test_crash_in_forced_rerun_keeps_old_phase(tmp_path):
@@ -198,4 +219,4 @@ def test_a_completed_phase_drops_temporary_files_of_killed_writers(tmp_path):
     with run.phase("profile") as stage:  # the resume
         arc.write_json_gz(stage / "b.json.gz", {"x": 2})
     names = sorted(p.name for p in run.phase_dir("profile").iterdir())
-    assert names == ["a.json.gz", "b.json.gz"]
+    assert names == ["a.json.gz", "b.json.gz", arc.RESUMED_NAME]

@@ -299,3 +299,33 @@ def test_a_failed_background_store_fails_the_phase(tmp_path: Path, fake_ncu: Pat
     staged = run_dir / ".staging" / "profile"
     for name in ("workspace-4096-8-task-r00", "workspace-4096-8-training-r00", "workspace-16-8-task-r00"):
         assert (staged / f"{name}.json.gz").is_file(), name  # stores that had started landed before the raise
+
+
+def test_an_interrupt_lets_a_finished_runs_store_land(tmp_path: Path, fake_ncu: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a finished run's .ncu-rep is still being stored on its thread: the phase waits
+    for that store (its record lands in the staging folder, so the resume keeps the run), then
+    re-raises; the summary is not written."""
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from tests.conftest import interrupted_when  # noqa: PLC0415
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(p, "import_ncu_report", lambda: (None, "ncu_report withheld by the test"))
+    real_store = phase._store_run
+    storing = threading.Event()
+
+    def slow_store(run, *args, **kwargs):
+        if run.name == "workspace-4096-8-task-r00":
+            storing.set()
+            time.sleep(3.0)  # still storing when the interrupt arrives
+        return real_store(run, *args, **kwargs)
+
+    monkeypatch.setattr(phase, "_store_run", slow_store)
+    run_dir = tmp_path / "run"
+    interrupted_when(storing.is_set, lambda: phase.run_profile(run_dir, engine=SubprocessEngine(), repeats=3,
+                                                               ncu=str(fake_ncu), overlap=1), timeout_s=120)
+    staged = run_dir / ".staging" / "profile"
+    assert (staged / "workspace-4096-8-task-r00.json.gz").is_file()  # landed before the raise
+    assert not (run_dir / "profile").exists()

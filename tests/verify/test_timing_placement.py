@@ -212,3 +212,55 @@ def test_a_run_the_resume_made_may_not_hide_in_an_earlier_interrupted_span(tmp_p
     forge_record(root, "environment.json.gz", _add_interrupted)
     forge_record(root, NOT_RESUMED, _stamp_at("2026-12-02T05:30:00+00:00"))
     assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())
+
+
+# A phase completed after a resume lists the records an earlier attempt staged (bundle.archive's
+# resumed.json.gz); the shipped archive's energy phase was not resumed, so these add the list.
+TRIAL = "energy/trial-r01-workspace-16-8.json.gz"
+OTHER_TRIAL = "energy/trial-r02-workspace-16-8.json.gz"
+BEFORE_THE_RUN = "2026-12-02T05:10:00+00:00"  # before invocation 0 (no span recorded there)
+
+
+def _add_resumed(root: Path, folder: str, runs: list, **overrides) -> None:
+    from bundle import archive  # noqa: PLC0415
+
+    archive.write_json_gz(root / folder / archive.RESUMED_NAME,
+                          {"schema_version": archive.SCHEMA_VERSION, "phase": folder, "resumed_runs": runs,
+                           "scope": archive.RESUMED_SCOPE, **overrides})
+    (root / "manifest.json").unlink()
+    archive.RunArchive(root).write_manifest()
+
+
+def _completed_at(text: str):
+    def change(rec: dict) -> None:
+        rec["completed_at_utc"] = text
+    return change
+
+
+def test_a_listed_resumed_record_from_an_unrecorded_invocation_is_unavailable(tmp_path: Path) -> None:
+    """Listed in energy/resumed.json.gz and stamped before any recorded invocation: UNAVAILABLE (the
+    attempt that made it recorded nothing); the same stamp without the list, or on a record the list
+    does not name, FAILs."""
+    root = linked_copy(ARCHIVE, tmp_path)
+    forge_record(root, TRIAL, _completed_at(BEFORE_THE_RUN))
+    assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())  # no list: nothing excuses it
+    _add_resumed(root, "energy", ["trial-r01-workspace-16-8"])
+    statuses = check_statuses(root)
+    assert statuses.get("phase.resumed.form") == {"PASS"} and statuses.get("phase.resumed.runs") == {"PASS"}
+    assert statuses.get("reproduce.timing.record_stamps") == {"PASS"}
+    assert statuses.get("reproduce.timing.record_stamps_unrecorded") == {"UNAVAILABLE"}
+    forge_record(root, OTHER_TRIAL, _completed_at(BEFORE_THE_RUN))  # not listed: made by the completing run
+    assert "FAIL" in check_statuses(root).get("reproduce.timing.record_stamps", set())
+
+
+@pytest.mark.parametrize(("runs", "overrides", "check"), [
+    (["trial-r99-workspace-16-8"], {}, "phase.resumed.runs"),   # no such record
+    (["trial-r02-workspace-16-8", "trial-r01-workspace-16-8"], {}, "phase.resumed.form"),  # not sorted
+    ([], {}, "phase.resumed.form"),                             # an empty list is never written
+    (["trial-r01-workspace-16-8"], {"phase": "profile"}, "phase.resumed.form"),
+    (["trial-r01-workspace-16-8"], {"scope": "anything"}, "phase.resumed.form"),
+])
+def test_forged_resumed_lists_fail(tmp_path: Path, runs: list, overrides: dict, check: str) -> None:
+    root = linked_copy(ARCHIVE, tmp_path)
+    _add_resumed(root, "energy", runs, **overrides)
+    assert "FAIL" in check_statuses(root).get(check, set()), check

@@ -19,7 +19,11 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
   completing span, the resumed ones' in an earlier failed or interrupted span; resumed records in no
   recorded span but between the previous invocation's finish and the completing span's start came
   from an invocation that recorded nothing (killed by SIGKILL, or from before interrupted
-  invocations were recorded): UNAVAILABLE, with the count; anywhere else, FAIL.
+  invocations were recorded): UNAVAILABLE, with the count; anywhere else, FAIL. Every phase
+  completed after a resume (since 2026-12-02) carries such a list in ``<phase>/resumed.json.gz``
+  (written by ``bundle.archive.RunArchive.phase``: the staged JSON records it kept byte for
+  byte); :func:`check_resumed_lists` checks its form and that each listed run is a record of the
+  phase.
 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
@@ -37,6 +41,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from bundle.archive import RESUMED_NAME, RESUMED_SCOPE, SCHEMA_VERSION
 from verify.checks.run_common import json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get_dict, get_list
@@ -192,6 +197,34 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
                 f"finished and before invocation {i} started the phase, in no recorded invocation: the "
                 "invocation that made them recorded nothing (killed), so no span can be checked",
                 recorded=len(unrecorded)))
+    return out
+
+
+def check_resumed_lists(f: ArchiveFiles) -> list[CheckResult]:
+    """Each ``<phase>/resumed.json.gz``: its form (schema version, the phase it sits in, the scope
+    sentence, a sorted list of distinct run names) and that every listed run names a JSON record of
+    the phase (``<phase>/<run>.*.json[.gz]``); what the list then means for the record stamps is
+    :func:`check_reproduce_timing`'s."""
+    out: list[CheckResult] = []
+    for phase in PHASE_ORDER:
+        rel = f"{phase}/{RESUMED_NAME}"
+        rec = json_record(f, rel)
+        if rec is None:
+            continue
+        runs = rec.get("resumed_runs")
+        form = (rec.get("schema_version") == SCHEMA_VERSION and rec.get("phase") == phase
+                and rec.get("scope") == RESUMED_SCOPE and set(rec) == {"schema_version", "phase", "resumed_runs", "scope"}
+                and isinstance(runs, list) and runs and all(isinstance(r, str) and r for r in runs)
+                and runs == sorted(set(runs)))
+        out.append(check_true("phase.resumed.form", rel, form,
+                              "not the writer's form: schema_version, phase (its folder), scope and a sorted, "
+                              "non-empty list of distinct run names", recorded=sorted(rec)))
+        if not form:
+            continue
+        records = [r for r in f.content if r.startswith(f"{phase}/") and r != rel and r.endswith((".json", ".json.gz"))]
+        unknown = [run for run in runs if not any(r.startswith(f"{phase}/{run}.") for r in records)]
+        out.append(check_true("phase.resumed.runs", rel, not unknown,
+                              f"listed run(s) {unknown[:3]} name no JSON record of the phase", recorded=len(runs)))
     return out
 
 
