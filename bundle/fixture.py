@@ -668,11 +668,18 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     timeline.mark("torch_imported")
 
     cuda = device == "cuda"
-    fused_ctas = None
-    if learner_name == "rev88-fused":  # a bad $REV88_FUSED_CTAS fails here, before the GPU lock and CUDA
+    fused_ctas = fused_precision = fused_tool = None
+    if learner_name == "rev88-fused":  # a bad $REV88_FUSED_CTAS, _PRECISION or _KERNEL fails here, before the GPU lock
         from bundle import fused_learner  # noqa: PLC0415
+        from bundle.jobs import FUSED_KERNEL_ENV, fused_kernel_tool  # noqa: PLC0415
 
         fused_ctas = fused_learner.train_ctas_from_env()
+        fused_precision = fused_learner.product_precision_from_env()
+        fused_tool = fused_kernel_tool()
+        if fused_tool == "cuda" and fused_precision != "ieee":
+            raise BundleError(f"{FUSED_KERNEL_ENV}=cuda runs float32 FMAs only (product precision ieee), but product "
+                              f"precision {fused_precision} was asked for: unset REV88_FUSED_PRECISION or use "
+                              f"{FUSED_KERNEL_ENV}=triton")
     gpu_lock = acquire_gpu_lock(timeline, mode) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
@@ -691,12 +698,16 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         torch.cuda.reset_peak_memory_stats()
         timeline.mark("cuda_initialised")
     check_workspace_unchanged(workspace)
-    if learner_name == "rev88-fused":
+    if learner_name == "rev88-fused" and fused_tool == "cuda":
+        from bundle import fused_cuda  # noqa: PLC0415
+
+        task = fused_cuda.CudaFusedTask(train_images, train_labels, test_images, config, device=device,
+                                        ctas=fused_ctas, split=fused_ctas >= fused_cuda.SPLIT_FROM)
+    elif learner_name == "rev88-fused":
         task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device,
-                                       ctas=fused_ctas)
-        learner_block = {"name": learner_name, "kernel_source_sha256": fused_learner.kernel_source_sha256(),
-                         "triton_version": fused_learner.triton_version(), "interpreter": task.interpreted,
-                         "train_programs": task.ctas, "train_num_warps": task.num_warps}
+                                       ctas=fused_ctas, product_precision=fused_precision)
+    if learner_name == "rev88-fused":   # the record's block: metadata.learner less the product slicing
+        learner_block = {k: v for k, v in task.learner_block().items() if k != "product_slices"}
     else:
         task = learner.prepare_task(train_images, train_labels, test_images, config, device=device)
         learner_block = None

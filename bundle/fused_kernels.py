@@ -26,8 +26,13 @@ tiles from ``work`` and stages its products in ``scratch`` (one BLOCK_Q×64 tile
 
 Products. Every matrix product (:func:`_mm`) reads both operands from memory in slices along
 the summed axis (``KF`` over features, ``KR`` over batch rows, compile-time constants chosen
-by the host) and accumulates ``tl.dot(a, b, acc, input_precision="ieee")`` in float32: IEEE
-float32 multiply-adds, no TF32 (the argument exists with this meaning from triton 3.1.0 on).
+by the host) and accumulates ``tl.dot(a, b, acc, input_precision=PREC)`` in float32. ``PREC``
+is the host's product precision (``bundle.fused_learner.PRODUCT_PRECISIONS``): ``"ieee"``, the
+default and the frozen procedure's arithmetic, is IEEE float32 multiply-adds, no TF32 (the
+argument exists with this meaning from triton 3.1.0 on); ``"tf32x3"`` runs the products on tensor
+cores from a three-term TF32 split of each float32 operand (hi·hi + hi·lo + lo·hi, accumulated in
+float32): other rounding than float32 multiply-adds, so its final bits differ, and whether its
+predictions are the frozen ones is measured, per draw.
 Products over features sum only the first ``KP`` columns (``KP`` the smallest multiple of ``KF``
 that is >= 41: 48 for slices of 16, 64 for 32): the columns past 41 of every operand are zero
 padding, so the slices past ``KP`` would add exact zeros (+0 products) and skipping them leaves
@@ -54,14 +59,14 @@ import triton.language as tl
 
 @triton.jit
 def _mm(a_ptr, A_RS: tl.constexpr, A_CS: tl.constexpr, b_ptr, B_RS: tl.constexpr, B_CS: tl.constexpr,
-        M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, KC: tl.constexpr):
+        M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr):
     """(M, N) float32 = A·B, A[m, k] = a_ptr[m·A_RS + k·A_CS], B[k, n] = b_ptr[k·B_RS + n·B_CS], K in slices of KC."""
     kc = tl.arange(0, KC)
     a_ptrs = a_ptr + tl.arange(0, M)[:, None] * A_RS + kc[None, :] * A_CS
     b_ptrs = b_ptr + kc[:, None] * B_RS + tl.arange(0, N)[None, :] * B_CS
     acc = tl.zeros((M, N), dtype=tl.float32)
     for k in range(0, K, KC):
-        acc = tl.dot(tl.load(a_ptrs + k * A_CS), tl.load(b_ptrs + k * B_RS), acc, input_precision="ieee")
+        acc = tl.dot(tl.load(a_ptrs + k * A_CS), tl.load(b_ptrs + k * B_RS), acc, input_precision=PREC)
     return acc
 
 
@@ -75,24 +80,24 @@ def _store_tile(ptr, x, R: tl.constexpr, W: tl.constexpr):
 
 
 @triton.jit
-def _branch(h, w_ptr, s_ptr, alpha, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KC: tl.constexpr):
+def _branch(h, w_ptr, s_ptr, alpha, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr):
     """relu(h)·Wᵀ × alpha (spec 2.2 order: relu → linear → scale); h (R, P), W a (P, P) tile; s_ptr staging.
 
     The sum runs over the first KP features only (KP >= 41: the rest of the tile is zero padding)."""
     _store_tile(s_ptr, tl.maximum(h, 0.0), R, P)
-    out = _mm(s_ptr, P, 1, w_ptr, 1, P, R, P, KP, KC) * alpha
+    out = _mm(s_ptr, P, 1, w_ptr, 1, P, R, P, KP, KC, PREC) * alpha
     tl.debug_barrier()
     return out
 
 
 @triton.jit
 def _head(h_ptr, l_ptr, r_ptr, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr,
-          KC: tl.constexpr, NCLS: tl.constexpr):
+          KC: tl.constexpr, NCLS: tl.constexpr, PREC: tl.constexpr):
     """Logits (R, C) = L·HLᵀ + R·HRᵀ + bias from staged halves (sums over the first KP features); padded
     classes −inf. h_ptr: head tile, bias after."""
     cls = tl.arange(0, C)
-    z = _mm(l_ptr, P, 1, h_ptr, 1, 2 * P, R, C, KP, KC)
-    z = z + _mm(r_ptr, P, 1, h_ptr + P, 1, 2 * P, R, C, KP, KC)
+    z = _mm(l_ptr, P, 1, h_ptr, 1, 2 * P, R, C, KP, KC, PREC)
+    z = z + _mm(r_ptr, P, 1, h_ptr + P, 1, 2 * P, R, C, KP, KC, PREC)
     z = z + tl.load(h_ptr + C * 2 * P + cls)[None, :]
     return tl.where(cls[None, :] < NCLS, z, float("-inf"))
 
@@ -135,9 +140,9 @@ def _sgd(p_ptr, v_ptr, offs, grad, momentum, neg_lr, weight_decay):
 
 @triton.jit
 def _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay,
-                 R: tl.constexpr, P: tl.constexpr, KC: tl.constexpr):
+                 R: tl.constexpr, P: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr):
     """Gradient (sb)ᵀ·(sa) of a branch weight (P, P) from the staged tiles, then its SGD step (after a barrier)."""
-    grad = _mm(sb_ptr, 1, P, sa_ptr, P, 1, P, P, R, KC)
+    grad = _mm(sb_ptr, 1, P, sa_ptr, P, 1, P, P, R, KC, PREC)
     tl.debug_barrier()
     i = tl.arange(0, P)
     _sgd(w_ptr, v_ptr, i[:, None] * P + i[None, :], grad, momentum, neg_lr, weight_decay)
@@ -145,7 +150,7 @@ def _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay,
 
 @triton.jit
 def _branch_backward(h, d, w_ptr, v_ptr, sa_ptr, sb_ptr, alpha, momentum, neg_lr, weight_decay,
-                     R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+                     R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, PREC: tl.constexpr):
     """One branch of ``ReversibleCore.backward``: leaf h, upstream d (both (R, P)).
 
     Returns (d(leaf) masked by h > 0, the recomputed branch relu(h)·Wᵀ × alpha); W takes its
@@ -153,9 +158,9 @@ def _branch_backward(h, d, w_ptr, v_ptr, sa_ptr, sb_ptr, alpha, momentum, neg_lr
     """
     _store_tile(sa_ptr, tl.maximum(h, 0.0), R, P)
     _store_tile(sb_ptr, d * alpha, R, P)
-    d_leaf = _mm(sb_ptr, P, 1, w_ptr, P, 1, R, P, KP, KF)
-    branch = _mm(sa_ptr, P, 1, w_ptr, 1, P, R, P, KP, KF) * alpha
-    _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay, R, P, KR)
+    d_leaf = _mm(sb_ptr, P, 1, w_ptr, P, 1, R, P, KP, KF, PREC)
+    branch = _mm(sa_ptr, P, 1, w_ptr, 1, P, R, P, KP, KF, PREC) * alpha
+    _weight_step(w_ptr, v_ptr, sa_ptr, sb_ptr, momentum, neg_lr, weight_decay, R, P, KR, PREC)
     return tl.where(h > 0.0, d_leaf, 0.0), branch
 
 
@@ -194,7 +199,7 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
                  alpha, momentum, neg_lr, weight_decay,
                  N_TRAIN: tl.constexpr, EPOCHS: tl.constexpr, BATCH: tl.constexpr, BLOCK_B: tl.constexpr,
                  P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr,
-                 HALF: tl.constexpr, NCLS: tl.constexpr):
+                 HALF: tl.constexpr, NCLS: tl.constexpr, PREC: tl.constexpr):
     """One invocation's reset and training in one program (launch with grid (1,)).
 
     Args (pointers to contiguous tensors on one device):
@@ -240,21 +245,21 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             labels = tl.load(label_ptr + index, mask=rmask, other=0)
             l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
             # core forward (spec 2.2); only its output (l2, r2) is kept for the backward
-            l1 = l0 + _branch(r0, work_ptr, sa, alpha, BLOCK_B, P, KP, KF)
-            r1 = r0 + _branch(l1, work_ptr + P * P, sa, alpha, BLOCK_B, P, KP, KF)
-            l2 = l1 + _branch(r1, work_ptr + 2 * P * P, sa, alpha, BLOCK_B, P, KP, KF)
-            r2 = r1 + _branch(l2, work_ptr + 3 * P * P, sa, alpha, BLOCK_B, P, KP, KF)
+            l1 = l0 + _branch(r0, work_ptr, sa, alpha, BLOCK_B, P, KP, KF, PREC)
+            r1 = r0 + _branch(l1, work_ptr + P * P, sa, alpha, BLOCK_B, P, KP, KF, PREC)
+            l2 = l1 + _branch(r1, work_ptr + 2 * P * P, sa, alpha, BLOCK_B, P, KP, KF, PREC)
+            r2 = r1 + _branch(l2, work_ptr + 3 * P * P, sa, alpha, BLOCK_B, P, KP, KF, PREC)
             _store_tile(sa, l2, BLOCK_B, P)
             _store_tile(sb, r2, BLOCK_B, P)
-            z = _head(head, sa, sb, BLOCK_B, P, KP, C, KF, NCLS)
+            z = _head(head, sa, sb, BLOCK_B, P, KP, C, KF, NCLS, PREC)
             # mean cross-entropy gradient: (exp(log_softmax) − onehot) / count, padded rows 0
             g = _ce_grad(z, labels, rmask, count, cls, NCLS)
             _store_tile(sg, g, BLOCK_B, C)
             # head gradient, the core's upstream gradient, then the head's SGD step
-            g_head_left = _mm(sg, 1, C, sa, P, 1, C, P, BLOCK_B, KR)
-            g_head_right = _mm(sg, 1, C, sb, P, 1, C, P, BLOCK_B, KR)
-            dl = _mm(sg, C, 1, head, 2 * P, 1, BLOCK_B, P, C, C)
-            dr = _mm(sg, C, 1, head + P, 2 * P, 1, BLOCK_B, P, C, C)
+            g_head_left = _mm(sg, 1, C, sa, P, 1, C, P, BLOCK_B, KR, PREC)
+            g_head_right = _mm(sg, 1, C, sb, P, 1, C, P, BLOCK_B, KR, PREC)
+            dl = _mm(sg, C, 1, head, 2 * P, 1, BLOCK_B, P, C, C, PREC)
+            dr = _mm(sg, C, 1, head + P, 2 * P, 1, BLOCK_B, P, C, C, PREC)
             tl.debug_barrier()
             hoffs = cls[:, None] * (2 * P) + cols[None, :]
             _sgd(head, vel_head, hoffs, g_head_left, momentum, neg_lr, weight_decay)
@@ -263,20 +268,20 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
             # reversible backward (bundle.learner.ReversibleCore.backward): block 1 then block 0;
             # each branch is recomputed from the rebuilt leaf and subtracted
             d_leaf, branch = _branch_backward(l2, dr, work_ptr + 3 * P * P, vel_tiles + 3 * P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR, PREC)
             dl = dl + d_leaf
             r1 = r2 - branch
             d_leaf, branch = _branch_backward(r1, dl, work_ptr + 2 * P * P, vel_tiles + 2 * P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR, PREC)
             dr = dr + d_leaf
             l1 = l2 - branch
             d_leaf, branch = _branch_backward(l1, dr, work_ptr + P * P, vel_tiles + P * P, sa, sb, alpha,
-                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR)
+                                              momentum, neg_lr, weight_decay, BLOCK_B, P, KP, KF, KR, PREC)
             dl = dl + d_leaf
             r0 = r1 - branch
             _store_tile(sa, tl.maximum(r0, 0.0), BLOCK_B, P)    # last branch: only its weight gradient
             _store_tile(sb, dl * alpha, BLOCK_B, P)
-            _weight_step(work_ptr, vel_tiles, sa, sb, momentum, neg_lr, weight_decay, BLOCK_B, P, KR)
+            _weight_step(work_ptr, vel_tiles, sa, sb, momentum, neg_lr, weight_decay, BLOCK_B, P, KR, PREC)
             tl.debug_barrier()
     _copy_params(param_ptr, work_ptr, False, HALF, NCLS, P, C)
     _copy_params(vel_ptr, vel_tiles, False, HALF, NCLS, P, C)
@@ -296,21 +301,21 @@ def train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, raw_ptr, label_ptr, ord
 
 @triton.jit
 def _grid_forward(h, w_ptr, sa, rp, a_rk, w_t, alpha, R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr,
-                  KF: tl.constexpr):
+                  KF: tl.constexpr, PREC: tl.constexpr):
     """relu(h)·Wᵀ × alpha (spec 2.2 order) for h (R, P), summed over the first KP features; sa a staging
     tile; offset tiles as in grid_train_kernel."""
     tl.store(sa + rp, tl.maximum(h, 0.0))
     tl.debug_barrier()
     acc = tl.full((R, P), 0.0, tl.float32)
     for k in tl.static_range(0, KP, KF):
-        acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision="ieee")
+        acc = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), acc, input_precision=PREC)
     tl.debug_barrier()
     return acc * alpha
 
 
 @triton.jit
 def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, LEAF: tl.constexpr,
-                   R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr):
+                   R: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr, PREC: tl.constexpr):
     """One branch of ``ReversibleCore.backward`` at the pre-step weight W: leaf h, upstream d ((R, P) each).
 
     Stores the partial gradient (d·alpha)ᵀ·relu(h) of W over this program's rows, its live 41×41 block
@@ -325,11 +330,11 @@ def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, 
     branch = tl.full((R, P), 0.0, tl.float32)
     if LEAF:
         for k in tl.static_range(0, KP, KF):
-            d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision="ieee")
-            branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision="ieee")
+            d_leaf = tl.dot(tl.load(sb + a_rk + k), tl.load(w_ptr + w_n + k * P), d_leaf, input_precision=PREC)
+            branch = tl.dot(tl.load(sa + a_rk + k), tl.load(w_ptr + w_t + k), branch, input_precision=PREC)
     grad = tl.full((P, P), 0.0, tl.float32)
     for k in tl.static_range(0, R, KR):
-        grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision="ieee")
+        grad = tl.dot(tl.load(sb + s_t + k * P), tl.load(sa + s_k + k * P), grad, input_precision=PREC)
     tl.debug_barrier()   # the staging tiles are rewritten next
     tl.store(g_ptr + cw, grad, mask=wm)
     return tl.where(h > 0.0, d_leaf, 0.0), branch * alpha
@@ -337,7 +342,7 @@ def _grid_backward(h, d, w_ptr, g_ptr, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, 
 
 @triton.jit
 def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, ch, hm, cls, R: tl.constexpr,
-                        P: tl.constexpr, C: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr, NCLS: tl.constexpr):
+                        P: tl.constexpr, C: tl.constexpr, KR: tl.constexpr, HALF: tl.constexpr, NCLS: tl.constexpr, PREC: tl.constexpr):
     """Head backward from the logit gradient g (R, C) with l2, r2 staged in sa, sb: stores the partial
     head gradients (gᵀ·l2 | gᵀ·r2 as the 10×82 weight, then Σ rows g, the bias) compact at grads
     (offsets ch where hm); returns the core's upstream gradients (g·HL, g·HR), (R, P) each, at the
@@ -348,15 +353,15 @@ def _grid_head_backward(g, sg, sa, sb, head, grads, rc, g_t, s_k, h_n, ch, hm, c
     g_right = tl.full((C, P), 0.0, tl.float32)
     for k in tl.static_range(0, R, KR):
         g_rows = tl.load(sg + g_t + k * C)
-        g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision="ieee")
-        g_right = tl.dot(g_rows, tl.load(sb + s_k + k * P), g_right, input_precision="ieee")
+        g_left = tl.dot(g_rows, tl.load(sa + s_k + k * P), g_left, input_precision=PREC)
+        g_right = tl.dot(g_rows, tl.load(sb + s_k + k * P), g_right, input_precision=PREC)
     tl.store(grads + ch, g_left, mask=hm)
     tl.store(grads + HALF + ch, g_right, mask=hm)
     tl.store(grads + NCLS * 2 * HALF + cls, tl.sum(g, axis=0), mask=cls < NCLS)
     g_tile = tl.load(sg + rc)
     zero = tl.full((R, P), 0.0, tl.float32)
-    dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision="ieee")
-    dr = tl.dot(g_tile, tl.load(head + P + h_n), zero, input_precision="ieee")
+    dl = tl.dot(g_tile, tl.load(head + h_n), zero, input_precision=PREC)
+    dr = tl.dot(g_tile, tl.load(head + P + h_n), zero, input_precision=PREC)
     tl.debug_barrier()
     return dl, dr
 
@@ -412,7 +417,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
                       RED: tl.constexpr,
                       P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr,
                       HALF: tl.constexpr, NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr, FINAL: tl.constexpr,
-                      BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr):
+                      BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr, TIMED_OUT: tl.constexpr, PREC: tl.constexpr):
     """Steps [STEP_BEGIN, STEP_END) of one invocation's training over G programs (launch with grid (G,)).
 
     Program g owns batch rows [g·ROWS, (g+1)·ROWS) of every batch (a program whose rows lie past the
@@ -522,39 +527,39 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
         index = tl.load(order_ptr + e * N_TRAIN + first + local, mask=rmask, other=0)
         labels = tl.load(label_ptr + index, mask=rmask, other=0)
         l0, r0 = _lifted(raw_ptr, index, rmask, HALF, P)
-        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
-        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
-        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
-        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF)
+        l1 = l0 + _grid_forward(r0, own, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF, PREC)
+        r1 = r0 + _grid_forward(l1, own + P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF, PREC)
+        l2 = l1 + _grid_forward(r1, own + 2 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF, PREC)
+        r2 = r1 + _grid_forward(l2, own + 3 * P * P, sa, rp, a_rk, w_t, alpha, BLOCK_R, P, KP, KF, PREC)
         tl.store(sa + rp, l2)
         tl.store(sb + rp, r2)
         tl.debug_barrier()
         z = tl.full((BLOCK_R, C), 0.0, tl.float32)   # logits: l2·HLᵀ + r2·HRᵀ + bias
         for k in tl.static_range(0, KP, KF):
-            z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision="ieee")
-            z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision="ieee")
+            z = tl.dot(tl.load(sa + a_rk + k), tl.load(head + h_t + k), z, input_precision=PREC)
+            z = tl.dot(tl.load(sb + a_rk + k), tl.load(head + P + h_t + k), z, input_precision=PREC)
         z = z + tl.load(head + C * 2 * P + cls)[None, :]
         z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
         # mean cross-entropy gradient, divided by the WHOLE batch's row count
         g = _ce_grad(z, labels, rmask, count, cls, NCLS)
         grads = part + ((s % 2) * G + pid) * CSTATE
         dl, dr = _grid_head_backward(g, sg, sa, sb, head, grads + 4 * HALF * HALF, rc, g_t, s_k, h_n, ch, hm, cls,
-                                     BLOCK_R, P, C, KR, HALF, NCLS)
+                                     BLOCK_R, P, C, KR, HALF, NCLS, PREC)
         # reversible backward, block 1 then block 0, each branch recomputed and subtracted
         d_leaf, branch = _grid_backward(l2, dr, own + 3 * P * P, grads + 3 * HALF * HALF, sa, sb, rp, a_rk,
-                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR, PREC)
         dl = dl + d_leaf
         r1 = r2 - branch
         d_leaf, branch = _grid_backward(r1, dl, own + 2 * P * P, grads + 2 * HALF * HALF, sa, sb, rp, a_rk,
-                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
+                                        w_t, w_n, cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR, PREC)
         dr = dr + d_leaf
         l1 = l2 - branch
         d_leaf, branch = _grid_backward(l1, dr, own + P * P, grads + HALF * HALF, sa, sb, rp, a_rk, w_t, w_n,
-                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR)
+                                        cw, wm, s_t, s_k, alpha, True, BLOCK_R, P, KP, KF, KR, PREC)
         dl = dl + d_leaf
         r0 = r1 - branch
         _grid_backward(r0, dl, own, grads, sa, sb, rp, a_rk, w_t, w_n, cw, wm, s_t, s_k, alpha, False,
-                       BLOCK_R, P, KP, KF, KR)   # last branch: only its weight gradient
+                       BLOCK_R, P, KP, KF, KR, PREC)   # last branch: only its weight gradient
         if BARRIER:
             _grid_barrier(sync_ptr, (s + 1) * G, SPIN_LIMIT, TIMED_OUT)
             _grid_reduce_step(own, part + (s % 2) * G * CSTATE, map_ptr, momentum, neg_lr, weight_decay, G, STATE,
@@ -568,7 +573,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
 @triton.jit
 def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query, alpha,
                    BLOCK_Q: tl.constexpr, P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr,
-                   HALF: tl.constexpr, NCLS: tl.constexpr):
+                   HALF: tl.constexpr, NCLS: tl.constexpr, PREC: tl.constexpr):
     """Scores and predictions for query rows [pid·BLOCK_Q, (pid+1)·BLOCK_Q) (grid cdiv(n_query, BLOCK_Q)).
 
     Args:
@@ -584,15 +589,15 @@ def predict_kernel(work_ptr, scratch_ptr, raw_ptr, score_ptr, pred_ptr, n_query,
     cls = tl.arange(0, C)
     s = scratch_ptr + pid * BLOCK_Q * P
     left, right = _lifted(raw_ptr, rows, rmask, HALF, P)
-    left = left + _branch(right, work_ptr, s, alpha, BLOCK_Q, P, KP, KF)
-    right = right + _branch(left, work_ptr + P * P, s, alpha, BLOCK_Q, P, KP, KF)
-    left = left + _branch(right, work_ptr + 2 * P * P, s, alpha, BLOCK_Q, P, KP, KF)
-    right = right + _branch(left, work_ptr + 3 * P * P, s, alpha, BLOCK_Q, P, KP, KF)
+    left = left + _branch(right, work_ptr, s, alpha, BLOCK_Q, P, KP, KF, PREC)
+    right = right + _branch(left, work_ptr + P * P, s, alpha, BLOCK_Q, P, KP, KF, PREC)
+    left = left + _branch(right, work_ptr + 2 * P * P, s, alpha, BLOCK_Q, P, KP, KF, PREC)
+    right = right + _branch(left, work_ptr + 3 * P * P, s, alpha, BLOCK_Q, P, KP, KF, PREC)
     _store_tile(s, left, BLOCK_Q, P)
-    z_left = _mm(s, P, 1, work_ptr + 4 * P * P, 1, 2 * P, BLOCK_Q, C, KP, KF)
+    z_left = _mm(s, P, 1, work_ptr + 4 * P * P, 1, 2 * P, BLOCK_Q, C, KP, KF, PREC)
     tl.debug_barrier()
     _store_tile(s, right, BLOCK_Q, P)
-    z = z_left + _mm(s, P, 1, work_ptr + 4 * P * P + P, 1, 2 * P, BLOCK_Q, C, KP, KF)
+    z = z_left + _mm(s, P, 1, work_ptr + 4 * P * P + P, 1, 2 * P, BLOCK_Q, C, KP, KF, PREC)
     z = z + tl.load(work_ptr + 4 * P * P + C * 2 * P + cls)[None, :]
     z = tl.where(cls[None, :] < NCLS, z, float("-inf"))
     tl.store(score_ptr + rows[:, None] * NCLS + cls[None, :], z, mask=rmask[:, None] & (cls[None, :] < NCLS))

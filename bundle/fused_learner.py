@@ -58,7 +58,7 @@ import torch
 
 from bundle.data import array_sha256
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_DEFAULT_CTAS, fused_train_programs
+from bundle.jobs import FUSED_DEFAULT_CTAS, FUSED_PRECISIONS, fused_product_precision, fused_train_programs
 from bundle.learner import (
     FROZEN_CONFIG,
     HALF,
@@ -80,6 +80,10 @@ GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot over batch rows on the 
 GPU_FEATURE_SLICE = 16    # ... and over features: 48 of the 64 tile columns summed (measured on an H200, draw 0:
                           # ctas=1 21.9 ms/task against 25.2 with 32; G=8 7.6 against 9.3; docs/measurements)
 PRODUCT_SLICES = (16, 32, 64)  # the slices a FusedTask accepts (tl.dot needs >= 16; a half tile is 64)
+PRODUCT_PRECISIONS = FUSED_PRECISIONS  # tl.dot input_precision of every product (bundle/fused_kernels.py, "Products")
+DEFAULT_PRODUCT_PRECISION = PRODUCT_PRECISIONS[0]  # "ieee": float32 multiply-adds, the frozen procedure's arithmetic
+TF32X3_CTAS = (1, 8)      # training-program counts at which "tf32x3" was measured on an H200 (triton 3.6.0:
+                          # all 11 draws' predictions the frozen ones; ctas=2 hit an illegal memory access)
 PREDICT_BLOCK = 128       # query rows per program of the predict kernel
 PREDICT_WARPS = 8
 MAX_BATCH_TILE = 256
@@ -96,7 +100,8 @@ TIMING_SCOPE = ("run = one train_kernel launch (reset from the initial copy, all
 # TIMING_SCOPE above is read literally by the verifier (verify/checks/fields.py); with ctas >= 2 the
 # "train_kernel launch" is the grid kernel's launch preceded by the memset of its barrier counter.
 
-__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "GRID_TRAIN_CTAS", "FusedTask", "train_ctas_from_env", "kernel_source_sha256", "interpreter_active",
+__all__ = ["LEARNER_NAME", "DEFAULT_TRAIN_CTAS", "GRID_TRAIN_CTAS", "FusedTask", "train_ctas_from_env",
+           "product_precision_from_env", "PRODUCT_PRECISIONS", "kernel_source_sha256", "interpreter_active",
            "triton_version", "work_floats", "grid_work_floats", "grid_shape", "grid_state_map"]
 
 
@@ -232,6 +237,17 @@ def train_ctas_from_env(environ: Mapping[str, str] | None = None) -> int:
     return fused_train_programs(environ)
 
 
+def product_precision_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The product precision a fixture process gives :class:`FusedTask`: ``$REV88_FUSED_PRECISION``
+    (:data:`bundle.jobs.FUSED_PRECISION_ENV`) when set, else :data:`DEFAULT_PRODUCT_PRECISION`.
+    Records name it (``learner.product_precision``) and the verifier requires one value per archive.
+
+    Raises:
+        BundleError: set to anything but one of :data:`PRODUCT_PRECISIONS`.
+    """
+    return fused_product_precision(environ)
+
+
 class FusedTask:
     """A prepared fused invocation: resident inputs, orders, flat parameter state, compiled kernels.
 
@@ -260,6 +276,13 @@ class FusedTask:
             state hashes: the skipped padding adds exact zeros, and triton's FMA products add the
             terms in the same order either way); with 8 programs they did, predictions did not.
             Records name the slicing (metadata ``learner.product_slices``).
+        product_precision: ``tl.dot``'s input_precision for every product, one of
+            :data:`PRODUCT_PRECISIONS`; default :data:`DEFAULT_PRODUCT_PRECISION` (``"ieee"``, the
+            frozen procedure's float32 multiply-adds). ``"tf32x3"`` (tensor cores, a three-term TF32
+            split of each operand, float32 accumulation) is other arithmetic: on the GPU only at
+            ``ctas`` in :data:`TF32X3_CTAS`, the counts measured (docs/measurements); in the
+            interpreter as triton's interpreter computes it. Records name it
+            (metadata ``learner.product_precision``).
 
     Attributes (all on ``device``):
         initial, params, velocity: float32 (7554,), state-vector order of spec 3.
@@ -274,12 +297,13 @@ class FusedTask:
 
     Raises:
         BundleError: bad inputs or config, triton missing, CUDA unavailable, wrong interpreter mode,
-            ctas not a positive int or (GPU) more than the SM count.
+            ctas not a positive int or (GPU) more than the SM count, product_precision unknown
+            or (GPU) "tf32x3" at an unmeasured ctas.
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
                  num_warps: int | None = None, ctas: int = DEFAULT_TRAIN_CTAS, feature_slice: int | None = None,
-                 row_slice: int | None = None) -> None:
+                 row_slice: int | None = None, product_precision: str | None = None) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -297,6 +321,9 @@ class FusedTask:
             if value is not None and (isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer)
                                       or int(value) not in PRODUCT_SLICES):
                 raise BundleError(f"{what} must be one of {PRODUCT_SLICES} (got {value!r})")
+        precision = DEFAULT_PRODUCT_PRECISION if product_precision is None else product_precision
+        if precision not in PRODUCT_PRECISIONS:
+            raise BundleError(f"product_precision must be one of {PRODUCT_PRECISIONS} (got {product_precision!r})")
         arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
         if device not in ("cuda", "cpu"):
             raise BundleError(f"unsupported device {device!r} for the fused learner: use cuda or cpu")
@@ -318,29 +345,16 @@ class FusedTask:
             if ctas > sms:
                 raise BundleError(f"ctas={ctas} exceeds the {sms} SMs of this GPU: the grid barrier needs every "
                                   "training program resident at once; use ctas <= the SM count")
+        if device == "cuda" and precision == "tf32x3" and ctas not in TF32X3_CTAS:
+            raise BundleError(f"product precision tf32x3 was measured at ctas {TF32X3_CTAS} only (ctas=2 hit an "
+                              f"illegal memory access on an H200 with triton 3.6.0); got ctas={ctas}: use one of "
+                              f"those or product precision ieee")
+        self.product_precision = precision
         self.device = torch.device(device)
         self.num_warps = int(num_warps)
         self.ctas = ctas
         self.interpreted = interpreted
-        self.input_hashes = {k: array_sha256(a) for k, a in zip(INPUT_KEYS, arrays, strict=True)}
-        model = build_model(cfg["depth"], cfg["alpha"], cfg["seed"])
-        self.parameter_names = [name for name, _ in model.named_parameters()]
-        self.parameter_shapes = [tuple(p.shape) for _, p in model.named_parameters()]
-        self.initial_parameter_sha256 = {n: array_sha256(_host(p)) for n, p in model.named_parameters()}
-        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-        self.initial = flat.to(self.device)
-        self.params = torch.empty_like(self.initial)
-        self.velocity = torch.empty_like(self.initial)
-        train_x, labels, query = arrays
-        self.train_count, self.test_count = len(train_x), len(query)
-        self.raw = torch.from_numpy(train_x.reshape(self.train_count, 81).copy()).to(self.device)
-        self.raw_query = torch.from_numpy(query.reshape(self.test_count, 81).copy()).to(self.device)
-        self.labels = torch.from_numpy(labels.astype(np.int64)).to(self.device)
-        orders = epoch_orders(self.train_count, cfg["epochs"], cfg["seed"])
-        self.epoch_permutation_sha256 = [array_sha256(row) for row in orders]
-        self.orders = torch.from_numpy(orders).to(self.device)
-        self.predictions = torch.empty(self.test_count, dtype=torch.int64, device=self.device)
-        self.scores = torch.empty((self.test_count, CLASSES), dtype=torch.float32, device=self.device)
+        self._prepare_resident(arrays)
         self.batch_tile = max(16, _next_pow2(cfg["batch_size"]))
         # summed-axis slices: on the GPU 16 over features, 32 over rows (measured fastest); whole
         # sums in the interpreter, where each slice costs interpreter overhead (same code, other
@@ -370,6 +384,31 @@ class FusedTask:
         self.run_count = 0
         self.preparation_seconds = time.perf_counter() - started
 
+    def _prepare_resident(self, arrays: tuple) -> None:
+        """Hashes, initial parameters (:func:`bundle.learner.build_model`), epoch orders and the resident
+        inputs and outputs on ``self.device`` (the attributes listed in the class docstring); *arrays* as
+        returned by :func:`bundle.learner.validate_inputs`. Shared by every kernel tool's task."""
+        cfg = self.config
+        self.input_hashes = {k: array_sha256(a) for k, a in zip(INPUT_KEYS, arrays, strict=True)}
+        model = build_model(cfg["depth"], cfg["alpha"], cfg["seed"])
+        self.parameter_names = [name for name, _ in model.named_parameters()]
+        self.parameter_shapes = [tuple(p.shape) for _, p in model.named_parameters()]
+        self.initial_parameter_sha256 = {n: array_sha256(_host(p)) for n, p in model.named_parameters()}
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        self.initial = flat.to(self.device)
+        self.params = torch.empty_like(self.initial)
+        self.velocity = torch.empty_like(self.initial)
+        train_x, labels, query = arrays
+        self.train_count, self.test_count = len(train_x), len(query)
+        self.raw = torch.from_numpy(train_x.reshape(self.train_count, 81).copy()).to(self.device)
+        self.raw_query = torch.from_numpy(query.reshape(self.test_count, 81).copy()).to(self.device)
+        self.labels = torch.from_numpy(labels.astype(np.int64)).to(self.device)
+        orders = epoch_orders(self.train_count, cfg["epochs"], cfg["seed"])
+        self.epoch_permutation_sha256 = [array_sha256(row) for row in orders]
+        self.orders = torch.from_numpy(orders).to(self.device)
+        self.predictions = torch.empty(self.test_count, dtype=torch.int64, device=self.device)
+        self.scores = torch.empty((self.test_count, CLASSES), dtype=torch.float32, device=self.device)
+
     def train(self) -> None:
         """Launch the training: reset params/velocity from ``initial``, then every update.
 
@@ -385,7 +424,7 @@ class FusedTask:
             cfg["alpha"], cfg["momentum"], -cfg["learning_rate"], cfg["weight_decay"],
             N_TRAIN=self.train_count, EPOCHS=cfg["epochs"], BATCH=cfg["batch_size"], BLOCK_B=self.batch_tile,
             P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice,
-            HALF=HALF, NCLS=CLASSES, num_warps=self.num_warps)
+            HALF=HALF, NCLS=CLASSES, PREC=self.product_precision, num_warps=self.num_warps)
 
     def _train_grid(self, programs: int, barrier: bool) -> None:
         """The multi-CTA training with *programs* programs; *barrier*: one launch with the grid barrier.
@@ -415,7 +454,8 @@ class FusedTask:
                 P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE, KF=self.feature_slice, KR=self.row_slice,
                 HALF=HALF, NCLS=CLASSES,
                 STEP_BEGIN=begin, STEP_END=end, FINAL=barrier or begin == self.steps, BARRIER=barrier,
-                SPIN_LIMIT=GRID_SPIN_LIMIT, TIMED_OUT=GRID_TIMED_OUT, num_warps=self.num_warps)
+                SPIN_LIMIT=GRID_SPIN_LIMIT, TIMED_OUT=GRID_TIMED_OUT, PREC=self.product_precision,
+                num_warps=self.num_warps)
         self._barrier_expected = self.steps * programs if barrier else 0
 
     def barrier_check(self) -> None:
@@ -444,7 +484,7 @@ class FusedTask:
             self.work, self.scratch, self.raw_query, self.scores, self.predictions, self.test_count,
             self.config["alpha"], BLOCK_Q=PREDICT_BLOCK, P=HALF_TILE, KP=self.feature_extent, C=CLASS_TILE,
             KF=self.feature_slice, HALF=HALF,
-            NCLS=CLASSES, num_warps=PREDICT_WARPS)
+            NCLS=CLASSES, PREC=self.product_precision, num_warps=PREDICT_WARPS)
 
     def reset(self) -> None:
         """Nothing to do: the training launch itself restores ``params``/``velocity`` from ``initial``.
@@ -515,14 +555,19 @@ class FusedTask:
         h = self.state_hashes()
         metadata = task_metadata(self.config, self.initial.numel(), self.train_count, self.test_count, h,
                                  self.preparation_seconds, self.run_count, None, TIMING_SCOPE)
-        metadata |= {
-            "learner": {"name": LEARNER_NAME, "kernel_source_sha256": kernel_source_sha256(),
-                        "triton_version": triton_version(), "interpreter": self.interpreted,
-                        "train_programs": self.ctas, "train_num_warps": self.num_warps,
-                        "product_slices": {"features": self.feature_slice, "rows": self.row_slice,
-                                           "feature_extent": self.feature_extent}},
-        }
+        metadata |= {"learner": self.learner_block()}
         return predictions, metadata
+
+    def learner_block(self) -> dict:
+        """The record's ``learner`` block: name, kernel source sha256, triton version, interpreter flag,
+        training programs (``ctas``) and warps of each, the summed-axis slices of the products and
+        their precision (docs/evidence-format.md)."""
+        return {"name": LEARNER_NAME, "kernel_source_sha256": kernel_source_sha256(),
+                "triton_version": triton_version(), "interpreter": self.interpreted,
+                "train_programs": self.ctas, "train_num_warps": self.num_warps,
+                "product_slices": {"features": self.feature_slice, "rows": self.row_slice,
+                                   "feature_extent": self.feature_extent},
+                "product_precision": self.product_precision}
 
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
         """Named resident tensors: per-parameter views of ``params`` (``parameters.<name>``), then

@@ -37,6 +37,14 @@ FUSED_CTAS_ENV = "REV88_FUSED_CTAS"
 FUSED_DEFAULT_CTAS = 1   # its training programs when the variable is unset (bundle.fused_learner.DEFAULT_TRAIN_CTAS)
 FUSED_CTAS_HINT = ("set it to the rev88-fused training programs (1 = the single-CTA kernel, 8 = the measured "
                    "multi-CTA one; on a GPU at most its SM count) or unset it")
+#: The rev88-fused learner's product precision (bundle.fused_learner.product_precision_from_env),
+#: forwarded like FUSED_CTAS_ENV.
+FUSED_PRECISION_ENV = "REV88_FUSED_PRECISION"
+FUSED_PRECISIONS = ("ieee", "tf32x3")  # bundle.fused_learner.PRODUCT_PRECISIONS; the first is the default
+#: The rev88-fused learner's kernel tool, forwarded like FUSED_CTAS_ENV: "triton" (bundle/fused_kernels.py,
+#: the default) or "cuda" (bundle/fused_cuda.cu through CuPy, bundle.fused_cuda).
+FUSED_KERNEL_ENV = "REV88_FUSED_KERNEL"
+FUSED_KERNEL_TOOLS = ("triton", "cuda")
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
 _RUNNING: dict[int, Callable[[], None]] = {}  # token -> how to stop one job an engine runs now (kill_running_jobs)
@@ -64,6 +72,46 @@ def fused_train_programs(environ: Mapping[str, str] | None = None) -> int:
         raise BundleError(f"{FUSED_CTAS_ENV}={raw!r} is not a plain decimal from 1 to 999 (no sign, no leading zero): "
                           f"{FUSED_CTAS_HINT}")
     return int(text)
+
+
+def _env_choice(environ: Mapping[str, str] | None, name: str, choices: tuple[str, ...], what: str, hint: str) -> str:
+    """``$name`` stripped when set and not blank, else ``choices[0]``.
+
+    Raises:
+        BundleError: set to anything but one of *choices* (one line naming the variable, *what* it
+            is and *hint*).
+    """
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None or raw.strip() == "":
+        return choices[0]
+    if raw.strip() not in choices:
+        raise BundleError(f"{name}={raw!r} is not a {what}: set it to one of {', '.join(choices)} ({hint}) or unset it")
+    return raw.strip()
+
+
+def fused_kernel_tool(environ: Mapping[str, str] | None = None) -> str:
+    """The rev88-fused kernel tool the host asks for: ``$REV88_FUSED_KERNEL`` (:data:`FUSED_KERNEL_ENV`)
+    when set and not blank, else ``"triton"``. Torch-free, like :func:`fused_train_programs`.
+
+    Raises:
+        BundleError: set to anything but one of :data:`FUSED_KERNEL_TOOLS`.
+    """
+    return _env_choice(environ, FUSED_KERNEL_ENV, FUSED_KERNEL_TOOLS, "kernel tool",
+                       "triton = bundle/fused_kernels.py, cuda = bundle/fused_cuda.cu through CuPy")
+
+
+def fused_product_precision(environ: Mapping[str, str] | None = None) -> str:
+    """The rev88-fused product precision the host asks for: ``$REV88_FUSED_PRECISION``
+    (:data:`FUSED_PRECISION_ENV`) when set and not blank, else ``"ieee"`` (the frozen procedure's
+    float32 multiply-adds); ``"tf32x3"`` is the tensor-core variant (:mod:`bundle.fused_kernels`).
+
+    Torch-free, like :func:`fused_train_programs`, so a phase refuses a bad value before its first job.
+
+    Raises:
+        BundleError: set to anything but one of :data:`FUSED_PRECISIONS`.
+    """
+    return _env_choice(environ, FUSED_PRECISION_ENV, FUSED_PRECISIONS, "product precision",
+                       "ieee = the frozen float32 arithmetic")
 
 
 @contextlib.contextmanager

@@ -3,10 +3,13 @@
 Run from the repository root on a GPU host::
 
     OUT=$OUT PYTHONPATH=. python3 scripts/fused_energy_sweep.py [--rounds 3] [--ctas 1,2,4,8]
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_energy_sweep.py --ctas 1,1:tf32x3,8,8:tf32x3
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_energy_sweep.py --ctas 1,4:cuda,16:cuda
 
 Arms: the frozen ``rev88`` at ``:16:8`` (the baseline of every ratio), then ``rev88-fused`` at
 ``:16:8`` with ``REV88_FUSED_CTAS=G`` for each G (the fixture's own launch defaults for that G:
-warps, product slices). Every trial is one fresh fixture process (``bundle.fixture --energy
+warps, product slices), and ``REV88_FUSED_PRECISION`` where an arm names a product precision, or
+``REV88_FUSED_KERNEL=cuda`` where it names the CUDA kernel tool. Every trial is one fresh fixture process (``bundle.fixture --energy
 trial``), with the settings of the energy phase's ``learners`` design (settle, idle window, active
 window, settle, idle window; stamps aligned to counter updates), run one after another in rotating
 order (round r starts at arm r mod n). Figures come from the raw stamps through
@@ -37,7 +40,13 @@ if str(REPO) not in sys.path:
 from bundle import archive  # noqa: E402
 from bundle import energy as en  # noqa: E402
 from bundle.errors import BundleError  # noqa: E402
-from bundle.jobs import FUSED_CTAS_ENV, SubprocessEngine  # noqa: E402
+from bundle.jobs import (  # noqa: E402
+    FUSED_CTAS_ENV,
+    FUSED_KERNEL_ENV,
+    FUSED_PRECISION_ENV,
+    FUSED_PRECISIONS,
+    SubprocessEngine,
+)
 from bundle.phases.energy import RATIO_KEYS, rotating_order  # noqa: E402
 from bundle.phases.fixture_runner import draw_inputs, fixture_job, run_fixture_job, write_fixture_inputs  # noqa: E402
 
@@ -45,9 +54,10 @@ WORKSPACE = ":16:8"
 SETTINGS = {"settle_seconds": 2.0, "idle_seconds": 3.0, "active_seconds": 10.0, "sample_interval_s": 0.05}
 
 
-def _arms(ctas: list[int]) -> list[dict]:
-    arms = [{"label": "rev88 :16:8", "learner": "rev88", "ctas": None}]
-    arms += [{"label": f"rev88-fused G={g}", "learner": "rev88-fused", "ctas": g} for g in ctas]
+def _arms(ctas: list[tuple[int, str | None]]) -> list[dict]:
+    arms = [{"label": "rev88 :16:8", "learner": "rev88", "ctas": None, "precision": None, "tool": None}]
+    arms += [{"label": f"rev88-fused G={g}" + (f" {p}" if p else ""), "learner": "rev88-fused", "ctas": g,
+              "precision": None if p == "cuda" else p, "tool": "cuda" if p == "cuda" else None} for g, p in ctas]
     return arms
 
 
@@ -61,9 +71,13 @@ def _trial(engine, work: Path, npz: Path, cfg: Path, arm: dict, round_index: int
         extra += ("--learner", arm["learner"])
     spec = fixture_job(f"sweep/{stem}", engine=engine, npz=npz, config=cfg, output=output, workspace=WORKSPACE,
                        repeats=1, extra_args=extra)
-    env = {k: v for k, v in spec.env.items() if k != FUSED_CTAS_ENV}
+    env = {k: v for k, v in spec.env.items() if k not in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV)}
     if arm["ctas"] is not None:
         env[FUSED_CTAS_ENV] = str(arm["ctas"])
+    if arm.get("precision"):
+        env[FUSED_PRECISION_ENV] = arm["precision"]
+    if arm.get("tool"):
+        env[FUSED_KERNEL_ENV] = arm["tool"]
     spec = dataclasses.replace(spec, env=env)
     record = run_fixture_job(engine, spec, output)
     figures = en.recompute_trial(record["energy"]["trials"][0])
@@ -73,7 +87,8 @@ def _trial(engine, work: Path, npz: Path, cfg: Path, arm: dict, round_index: int
             "predictions_sha256": (record.get("metadata") or {}).get("predictions_sha256"),
             "peak_allocated_bytes": (record.get("memory") or {}).get("prepare_and_invoke_peak_allocated_bytes"),
             "launch": {k: learner.get(k) for k in ("train_programs", "train_num_warps", "kernel_source_sha256",
-                                                    "triton_version")},
+                                                    "triton_version", "product_precision", "kernel_tool",
+                                                    "split_update")},
             "product_slices": ((record.get("metadata") or {}).get("learner") or {}).get("product_slices")}
 
 
@@ -92,21 +107,31 @@ def _summary(arms: list[dict], trials: list[dict]) -> dict:
     return out
 
 
-def _counts(text: str) -> list[int]:
-    """``"1,2,4,8"`` → [1, 2, 4, 8]; argparse reports anything else as a usage error."""
-    try:
-        values = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of ints") from None
-    if not values or min(values) < 1 or len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"{text!r}: every G must be >= 1 and named once")
+def _counts(text: str) -> list[tuple[int, str | None]]:
+    """``"1,8,1:tf32x3,16:cuda"`` → [(1, None), (8, None), (1, "tf32x3"), (16, "cuda")]: G, and the product
+    precision (``$REV88_FUSED_PRECISION``; None: the learner's default) or ``cuda``, the CUDA kernel tool
+    (``$REV88_FUSED_KERNEL``); argparse reports anything else as a usage error."""
+    values = []
+    for item in text.split(","):
+        g, _, precision = item.partition(":")
+        try:
+            values.append((int(g), precision or None))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of G or G:precision") from None
+    if not values or min(g for g, _ in values) < 1 or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: every G must be >= 1 and each arm named once")
+    bad = [p for _, p in values if p is not None and p not in (*FUSED_PRECISIONS, "cuda")]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{text!r}: {bad[0]!r} is neither a precision "
+                                         f"({', '.join(FUSED_PRECISIONS)}) nor the kernel tool cuda")
     return values
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="K rounds (>= 2)")
-    parser.add_argument("--ctas", type=_counts, default=[1, 2, 4, 8], help="comma-separated training-program counts")
+    parser.add_argument("--ctas", type=_counts, default=_counts("1,2,4,8"),
+                        help="comma-separated arms: G (training programs), G:precision (ieee, tf32x3) or G:cuda")
     parser.add_argument("--deadline", type=float, default=560.0, help="seconds after which no trial starts")
     args = parser.parse_args(argv)
     if args.rounds < 2:

@@ -5,13 +5,30 @@ Same signature, work layout, partial buffers, barrier and update as
 the staging tiles in ``work``: every product takes its operands as register tensors (triton
 moves them through shared memory itself), each weight tile is loaded whole (64 × 64, the summed
 axis in one ``tl.dot``, zero padding past column 41 adding exact +0 products), and transposed
-operands come from ``tl.trans``. ``KP``, ``KF`` and ``KR`` are accepted and unused (one
-``tl.dot`` per product). ``scripts/fused_regs_probe.py`` swaps it into a ``FusedTask``.
+operands come from ``tl.trans``. ``KP``, ``KF``, ``KR`` and ``PREC`` are accepted and unused (one
+IEEE float32 ``tl.dot`` per product). ``scripts/fused_regs_probe.py`` swaps it into a ``FusedTask``.
 
-Status (2026-12-02): not yet run on a GPU. In triton's interpreter (triton 3.9, CPU) it gives draw
-0's frozen predictions hash at G = 4. Offline sm_90a compiles (triton 3.9, its ptxas 13.4, 128-row
-batches) say where it may lose: a whole-K FMA product holds all 64 terms of its operands in
-registers, so it spills where the shipped kernel does not:
+Status (2026-12-02, measured): slower than the shipped kernel, so it stays a probe. One H200
+(``GPU-b9eccfb1``, torch 2.11, triton 3.6.0; ``docs/measurements/fused-regs-probe-20261202.json``),
+draw 0, each shape in a fresh process, median of 20 invocations after 3 warm-ups, in ms/task:
+
+=================  ============  ==========================
+G, warps           this kernel   bundle/fused_kernels.py
+=================  ============  ==========================
+2, 8               25.09         17.02
+2, 4               215.65        (not run)
+4, 8               12.38         12.62 (4 warps)
+8, 8               8.58          7.47
+8, 4               8.83          (not run)
+8, 16              16.56         (not run)
+16, 8 (chunk 2048) 8.74          7.63 (4 warps)
+=================  ============  ==========================
+
+Every shape gave draw 0's frozen predictions hash, and at G = 8, 8 warps all 11 draws gave the
+frozen predictions (0 flips). In triton's interpreter (triton 3.9, CPU) it gives draw 0's frozen
+predictions hash at G = 4. Offline sm_90a compiles (triton 3.9, its ptxas 13.4, 128-row batches)
+point to the cause: a whole-K FMA product holds all 64 terms of its operands in registers, so it
+spills where the shipped kernel does not:
 
 =================  ==========================  ==========================
 G, warps           this kernel                 bundle/fused_kernels.py
@@ -23,8 +40,7 @@ G, warps           this kernel                 bundle/fused_kernels.py
 4, 16              128 registers, 976 B        107 registers, 0 B
 =================  ==========================  ==========================
 
-(stack frame per thread). Whether fewer round trips through memory outweigh the spills is what
-the probe measures.
+(stack frame per thread). Fewer round trips through memory did not outweigh the spills.
 """
 
 import triton
@@ -66,7 +82,7 @@ def grid_train_kernel(init_ptr, param_ptr, vel_ptr, work_ptr, sync_ptr, map_ptr,
                       P: tl.constexpr, KP: tl.constexpr, C: tl.constexpr, KF: tl.constexpr, KR: tl.constexpr,
                       HALF: tl.constexpr, NCLS: tl.constexpr, STEP_BEGIN: tl.constexpr, STEP_END: tl.constexpr,
                       FINAL: tl.constexpr, BARRIER: tl.constexpr, SPIN_LIMIT: tl.constexpr,
-                      TIMED_OUT: tl.constexpr):
+                      TIMED_OUT: tl.constexpr, PREC: tl.constexpr):
     """As ``bundle.fused_kernels.grid_train_kernel`` (same arguments, modes and protocol)."""
     NB = (N_TRAIN + BATCH - 1) // BATCH
     pid = tl.program_id(0)

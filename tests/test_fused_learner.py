@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -230,6 +231,7 @@ def test_bad_inputs_are_one_line_bundle_errors():
         *[({"feature_slice": bad}, "feature_slice must be one of") for bad in (8, 48, 128, True, "16", 16.0,
                                                                            np.float32(32), np.array([16, 32]))],
         ({"row_slice": 24}, "row_slice must be one of"),
+        *[({"product_precision": bad}, "product_precision must be one of") for bad in ("tf32", "IEEE", "", 1, True)],
     ]
     for kwargs, message in cases:
         with pytest.raises(BundleError, match=message) as info:
@@ -274,6 +276,57 @@ def test_more_ctas_than_sms_is_a_bundle_error(monkeypatch):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("ctas", [2, 4, 16])
+def test_tf32x3_at_an_unmeasured_ctas_is_a_bundle_error(monkeypatch, ctas):
+    """On a GPU, tensor-core products run only at the program counts measured (ctas=2 faulted on an H200)."""
+    import torch  # noqa: PLC0415
+
+    class Props:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(fused_learner, "interpreter_active", lambda: False)
+    monkeypatch.setattr(fused_learner, "_kernels", lambda: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: Props())
+    with pytest.raises(BundleError, match=re.escape(f"tf32x3 was measured at ctas {fused_learner.TF32X3_CTAS} only")) as info:
+        fused_learner.FusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, product_precision="tf32x3")
+    assert "\n" not in str(info.value) and f"ctas={ctas}" in str(info.value)
+
+
+PRECISION_CHILD = """
+import json, sys
+import numpy as np
+from bundle.fused_learner import FusedTask
+from bundle.learner import FROZEN_CONFIG
+rng = np.random.Generator(np.random.PCG64(77))
+train = rng.random((29, 1, 9, 9), dtype=np.float32)
+labels = rng.integers(0, 10, 29).astype(np.int64)
+query = rng.random((7, 1, 9, 9), dtype=np.float32)
+out = {}
+for precision in ("ieee", "tf32x3"):
+    task = FusedTask(train, labels, query, {**FROZEN_CONFIG, "batch_size": 16, "seed": 3}, device="cpu",
+                     ctas=int(sys.argv[1]), product_precision=precision)
+    task.run()
+    predictions, meta = task.outputs()
+    out[precision] = {"named": meta["learner"]["product_precision"], "state": task.state_hashes(),
+                      "predictions": predictions.tolist()}
+print(json.dumps(out))
+"""
+
+
+@needs_triton
+@pytest.mark.parametrize("ctas", [1, 4])
+def test_the_product_precision_reaches_every_kernel(ctas):
+    """Interpreter, a synthetic task: both precisions compile through every kernel (a product left
+    without the constexpr fails there) and records name the one that ran. Triton's interpreter computes
+    every input_precision as a numpy float32 matmul, so there the two give the same bits; what tf32x3
+    does to predictions is measured on the GPU (test_gpu_all_draws_equal_frozen_predictions)."""
+    out = _interpreted(PRECISION_CHILD, str(ctas))
+    assert out["ieee"]["named"] == "ieee" and out["tf32x3"]["named"] == "tf32x3"
+    assert out["ieee"]["state"] == out["tf32x3"]["state"] and out["ieee"]["predictions"] == out["tf32x3"]["predictions"]
+
+
 @needs_triton
 def test_device_needs_the_matching_interpreter_mode():
     inputs = load_draw(0).learner_inputs()
@@ -287,17 +340,19 @@ def test_device_needs_the_matching_interpreter_mode():
 
 @pytest.mark.gpu
 @needs_triton
-@pytest.mark.parametrize("ctas", [1, fused_learner.GRID_TRAIN_CTAS])
-def test_gpu_all_draws_equal_frozen_predictions(record_property, ctas):
-    """All 11 draws compiled on CUDA (single-CTA and the default multi-CTA kernel): predictions_sha256
-    equal to the frozen ones; ms/task recorded."""
+@pytest.mark.parametrize(("ctas", "precision"), [(1, "ieee"), (fused_learner.GRID_TRAIN_CTAS, "ieee"),
+                                                 *[(g, "tf32x3") for g in fused_learner.TF32X3_CTAS]])
+def test_gpu_all_draws_equal_frozen_predictions(record_property, ctas, precision):
+    """All 11 draws compiled on CUDA (single-CTA and the default multi-CTA kernel, float32 multiply-adds and
+    tensor-core tf32x3 products): predictions_sha256 equal to the frozen ones; ms/task recorded."""
     import torch  # noqa: PLC0415
 
     if fused_learner.interpreter_active():
         pytest.skip("TRITON_INTERPRET=1 in this process: the GPU test needs the compiled kernels")
     mismatched, timings = [], []
     for draw in range(11):
-        task = fused_learner.FusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas)
+        task = fused_learner.FusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas,
+                                       product_precision=precision)
         task.run()  # compiles on the first draw
         torch.cuda.synchronize()
         started = time.perf_counter()
@@ -306,9 +361,9 @@ def test_gpu_all_draws_equal_frozen_predictions(record_property, ctas):
         torch.cuda.synchronize()
         timings.append((time.perf_counter() - started) / 5 * 1e3)
         _, meta = task.outputs()  # with ctas > 1 also checks the barrier counter
-        assert meta["learner"]["train_programs"] == ctas
+        assert meta["learner"]["train_programs"] == ctas and meta["learner"]["product_precision"] == precision
         if meta["predictions_sha256"] != _frozen(draw)["predictions_sha256"]:
             mismatched.append(draw)
-    record_property(f"fused_ctas{ctas}_ms_per_task_median", float(np.median(timings)))
-    print(f"fused ctas={ctas} ms/task (median over draws of 5-run means): {np.median(timings):.3f}")
+    record_property(f"fused_ctas{ctas}_{precision}_ms_per_task_median", float(np.median(timings)))
+    print(f"fused ctas={ctas} {precision} ms/task (median over draws of 5-run means): {np.median(timings):.3f}")
     assert mismatched == []

@@ -34,7 +34,8 @@ def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
                   "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs",
                   "energy.learners.metadata_block", "energy.learners.inventory_shape",
-                  "energy.learners.product_slices", "energy.learners.product_slices.form"):
+                  "energy.learners.product_slices", "energy.learners.product_slices.form",
+                  "energy.learners.product_precision", "energy.learners.product_precision.form"):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
@@ -109,6 +110,20 @@ def _extent_too_short(rec: dict) -> None:
     rec["metadata"]["learner"]["product_slices"]["feature_extent"] = 32  # would drop live features 32…40
 
 
+def _tensor_core_trial(rec: dict) -> None:
+    """One trial names tensor-core products (block and metadata agree); the rest of the archive ran float32 FMAs."""
+    rec["learner"]["product_precision"] = rec["metadata"]["learner"]["product_precision"] = "tf32x3"
+
+
+def _unknown_precision(rec: dict) -> None:
+    rec["fixture"]["learner"]["product_precision"] = rec["metadata"]["learner"]["product_precision"] = "tf32"
+
+
+def _metadata_other_precision(rec: dict) -> None:
+    rec["fixture"]["learner"]["product_precision"] = "tf32x3"
+    rec["metadata"]["learner"]["product_precision"] = "ieee"
+
+
 @pytest.mark.parametrize(("archive", "rel", "change", "check"), [
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
@@ -128,6 +143,10 @@ def _extent_too_short(rec: dict) -> None:
     (SLICED_ARCHIVE, "qualify/draw-02.json.gz", _extent_too_short, "energy.learners.product_slices.form"),
     (SLICED_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _energy_metadata_slices,
      "energy.learners.product_slices"),
+    (SLICED_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _tensor_core_trial,
+     "energy.learners.product_precision"),
+    (SLICED_ARCHIVE, "qualify/draw-06.json.gz", _unknown_precision, "energy.learners.product_precision.form"),
+    (SLICED_ARCHIVE, "qualify/draw-08.json.gz", _metadata_other_precision, "energy.learners.metadata_block"),
 ])
 def test_forgery_fails(tmp_path: Path, archive: Path, rel: str, change, check: str) -> None:
     root = linked_copy(archive, tmp_path)

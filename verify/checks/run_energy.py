@@ -160,7 +160,32 @@ def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None, dict]]:
 
 #: buffers the fused learner allocates only for the multi-CTA kernel (``FusedTask.named_tensors``)
 GRID_ONLY_BUFFERS = ("barrier_count", "state_map")
-LAUNCH_KEYS = ("kernel_source_sha256", "triton_version", "train_programs", "train_num_warps")
+#: buffers of the CUDA kernel tool's task (``bundle.fused_cuda.CudaFusedTask.named_tensors``), at every G
+CUDA_BUFFERS = ("barrier_count", "partials", "published")
+LAUNCH_KEYS = ("kernel_tool", "kernel_source_sha256", "triton_version", "cupy", "train_programs", "train_num_warps",
+               "product_precision", "split_update", "train_threads", "rows_per_program")
+#: ``tl.dot`` input precisions the fused learner names (bundle.fused_learner.PRODUCT_PRECISIONS)
+PRODUCT_PRECISIONS = ("ieee", "tf32x3")
+#: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
+KERNEL_TOOLS = ("triton", "cuda")
+BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block are ceil(128 / G)
+
+
+def _cuda_shape_problems(block: dict) -> list[str]:
+    """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda): rows per
+    block ceil(128 / train_programs), threads 44 × groups (1 to 16 groups), split_update a bool,
+    product precision ieee, no Triton version."""
+    problems = []
+    programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
+    if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
+        problems.append(f"rows_per_program {rows!r} is not ceil(128 / {programs!r})")
+    if not (type(threads) is int and threads % 44 == 0 and 1 <= threads // 44 <= 16):
+        problems.append(f"train_threads {threads!r} is not 44 x 1..16")
+    if type(block.get("split_update")) is not bool:
+        problems.append(f"split_update {block.get('split_update')!r} is not a bool")
+    if block.get("product_precision") != "ieee" or block.get("triton_version") is not None:
+        problems.append("a CUDA record names a product precision other than ieee or a Triton version")
+    return problems
 
 
 def _slices_form(v: Any) -> bool:
@@ -179,10 +204,13 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
     """Every ``rev88-fused`` record of the archive (qualify, energy, profile; run whether or not the
     archive holds the learners design):
 
-    * one 64-hex kernel source sha256, one Triton version and one launch shape (``train_programs``,
+    * one kernel tool (``kernel_tool``: triton or cuda, absent before it was recorded), one 64-hex
+      kernel source sha256, one Triton version, one launch shape (``train_programs``,
       ``train_num_warps``: positive ints, ``train_programs`` at most the record's ``sm_count``, or
-      absent in records made before they were recorded) across the archive;
-    * each record's ``metadata.learner`` agrees with its ``learner`` block on those four keys (on
+      absent in records made before they were recorded) and one product precision
+      (``product_precision``, one of :data:`PRODUCT_PRECISIONS`, absent before it was recorded)
+      across the archive;
+    * each record's ``metadata.learner`` agrees with its ``learner`` block on those five keys (on
       ``train_num_warps`` only where the block has it: older records kept it in the metadata only);
     * one summation order (``metadata.learner.product_slices``: the feature and row slices of the
       products and the features summed, :func:`bundle.fused_learner.feature_extent`; None in records
@@ -190,6 +218,8 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       also in ``energy.before_metadata`` and ``energy.after_metadata``), well formed;
     * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
+      for the CUDA tool exactly its own (:data:`CUDA_BUFFERS`), whose ``split_update``,
+      ``train_threads`` and ``rows_per_program`` must fit :func:`_cuda_shape_problems`;
     * Triton's interpreter used exactly when the record ran on the CPU.
     """
     out: list[CheckResult] = []
@@ -213,6 +243,21 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
                               f"a {key} is not a positive int (at most the record's sm_count for train_programs; "
                               f"absent only in records made before it was recorded): {'; '.join(bad[:3])}",
                               recorded=sorted({str(b.get(key)) for _, b, _, _ in found})))
+    bad = [f"{rel}: {b['kernel_tool']!r}" for rel, b, _, _ in found
+           if "kernel_tool" in b and b["kernel_tool"] not in KERNEL_TOOLS]
+    out.append(check_true("energy.learners.kernel_tool.form", LEARNERS, not bad,
+                          f"a kernel_tool is not one of {', '.join(KERNEL_TOOLS)} (bundle.jobs.FUSED_KERNEL_TOOLS): "
+                          f"{'; '.join(bad[:3])}", recorded=sorted({str(b.get("kernel_tool")) for _, b, _, _ in found})))
+    bad = [f"{rel}: {'; '.join(_cuda_shape_problems(b))}" for rel, b, _, _ in found
+           if b.get("kernel_tool") == "cuda" and _cuda_shape_problems(b)]
+    out.append(check_true("energy.learners.cuda_shape", LEARNERS, not bad,
+                          f"a CUDA-tool record's launch fields disagree with bundle.fused_cuda: {'; '.join(bad[:3])}"))
+    bad = [f"{rel}: {b['product_precision']!r}" for rel, b, _, _ in found
+           if "product_precision" in b and b["product_precision"] not in PRODUCT_PRECISIONS]
+    out.append(check_true("energy.learners.product_precision.form", LEARNERS, not bad,
+                          f"a product_precision is not one of {', '.join(PRODUCT_PRECISIONS)} (bundle.fused_learner."
+                          f"PRODUCT_PRECISIONS): {'; '.join(bad[:3])}",
+                          recorded=sorted({str(b.get("product_precision")) for _, b, _, _ in found})))
     # every copy of the slicing a record holds: its metadata, and for energy trials the metadata the
     # fixture took before and after the trial's invocations
     copies: list[tuple[str, Any]] = []
@@ -249,11 +294,19 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
         if isinstance(inventory, dict):
             names = {t.get("name") for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
             programs = block.get("train_programs")
-            grid = isinstance(programs, int) and not isinstance(programs, bool) and programs >= 2
-            out.append(check_equal("energy.learners.inventory_shape", rel,
-                                   sorted(n for n in GRID_ONLY_BUFFERS if n in names),
-                                   list(GRID_ONLY_BUFFERS) if grid else [],
-                                   what=f"the multi-CTA kernel's buffers in the inventory for train_programs {programs!r}"))
+            if block.get("kernel_tool") == "cuda":
+                out.append(check_equal("energy.learners.inventory_shape", rel,
+                                       sorted(n for n in {*CUDA_BUFFERS, *GRID_ONLY_BUFFERS, "work"} if n in names),
+                                       sorted(CUDA_BUFFERS),
+                                       what="the CUDA tool's buffers (partials, published, barrier_count; no Triton "
+                                            "work or state_map) in the inventory"))
+            else:
+                grid = isinstance(programs, int) and not isinstance(programs, bool) and programs >= 2
+                out.append(check_equal("energy.learners.inventory_shape", rel,
+                                       sorted(n for n in GRID_ONLY_BUFFERS if n in names),
+                                       list(GRID_ONLY_BUFFERS) if grid else [],
+                                       what=f"the multi-CTA kernel's buffers in the inventory for train_programs "
+                                            f"{programs!r}"))
         if device is not None:
             out.append(check_equal("energy.learners.interpreter", rel, block.get("interpreter"), device == "cpu",
                                    what="Triton's interpreter runs the kernels on the CPU only"))

@@ -1,0 +1,331 @@
+"""``rev88-fused`` with kernel tool ``cuda``: the frozen procedure as two CUDA C++ kernel launches.
+
+The kernels are ``bundle/fused_cuda.cu`` (its header comment has the schedule), compiled at run time
+by NVRTC through CuPy's :class:`cupy.RawModule`. Same model, initialisation, epoch orders and
+resident inputs as :class:`bundle.fused_learner.FusedTask` (this class derives from it and shares
+its preparation, hashes and outputs); what differs is the kernels:
+
+* training, ``rev88_train``: one launch of G blocks (``ctas``), each keeping a whole
+  copy of the 7,554 parameters and velocities and its rows' activations in shared memory, unpadded
+  (41-wide halves), scalar float32 FMAs; per step a partial gradient per block in global memory,
+  a grid barrier, then the G partials summed in block order (every block for its own copy, or with
+  ``split`` each block a slice, published through global memory at a second barrier);
+* prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.
+
+Why CUDA C++ through CuPy: the Triton kernels (kernel tool ``triton``) stage every product through
+global memory in padded 64-wide tiles and spill registers (docs/measurements); here the
+shared-memory layout, the thread mapping and the barrier are written out, with no padding. CuPy
+compiles with NVRTC at run time, so no CUDA toolkit or C++ extension build is needed on the host,
+and its kernels take torch's CUDA tensors zero-copy (``__cuda_array_interface__``), so every buffer
+is a torch allocation and ``torch.cuda.max_memory_allocated`` sees all of them.
+
+The summation order differs from every other implementation, so final parameters and scores are
+not their bits; only predictions are compared with the frozen ones. :func:`reference_train` is
+the CPU reference of this kernel's step schedule (numpy float32, the same row blocks and the same
+order of the partial sums; numpy's own product order inside a block).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bundle.errors import BundleError
+from bundle.fused_learner import LEARNER_NAME, FusedTask, triton_cdiv
+from bundle.learner import FROZEN_CONFIG, HALF, INPUT_KEYS, normalise_config, validate_inputs
+
+KERNEL_TOOL = "cuda"
+KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
+STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
+ROW_STRIDE = 44           # shared floats per activation row (41 live, eleven float4)
+SHARED_STATE = 4 * ROW_STRIDE * ROW_STRIDE + 10 * 2 * ROW_STRIDE + 12   # shared floats per state copy
+GROUPS = 8                # row groups per block: threads = 44 x GROUPS (fused_cuda.cu NGRP)
+THREADS = ROW_STRIDE * GROUPS   # 352 threads per block of both kernels
+PREDICT_ROWS = 64         # query rows per predict block
+SPIN_LIMIT = 1 << 26      # counter reads before a barrier wait gives up
+TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
+SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KB; the driver refuses more)
+SPLIT_FROM = 16           # the fixture's split: from this many blocks on (H200, draw 0: G=8 5.03 ms/task unsplit
+                          # against 5.14 split, G=16 4.16 against 3.55; docs/measurements/fused-cuda-probe-20261203)
+
+
+def kernel_source_sha256() -> str:
+    """sha256 (hex) of the bytes of ``bundle/fused_cuda.cu``, both kernels of this tool."""
+    return hashlib.sha256(KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+def cupy_versions() -> dict | None:
+    """``{"cupy": version, "nvrtc": "major.minor"}``, or None when CuPy is not importable."""
+    try:
+        import cupy  # noqa: PLC0415
+    except ImportError:
+        return None
+    major, minor = cupy.cuda.nvrtc.getVersion()
+    return {"cupy": cupy.__version__, "nvrtc": f"{major}.{minor}"}
+
+
+def _allocated_rows(rows: int, groups: int) -> int:
+    return triton_cdiv(rows, groups) * groups
+
+
+def train_shared_bytes(rows: int, groups: int = GROUPS) -> int:
+    """Dynamic shared memory of one training block (bytes): P and V in the shared layout, six activation
+    arrays (halves as is and through relu, their gradients) of rows rounded up to the groups, logits,
+    row indices and labels (fused_cuda.cu)."""
+    return 4 * (2 * SHARED_STATE + 6 * _allocated_rows(rows, groups) * ROW_STRIDE + rows * 10 + 2 * rows)
+
+
+def predict_shared_bytes(groups: int = GROUPS) -> int:
+    """Dynamic shared memory of one predict block (bytes)."""
+    rows = PREDICT_ROWS
+    return 4 * (SHARED_STATE + 4 * _allocated_rows(rows, groups) * ROW_STRIDE + rows * 10 + rows)
+
+
+class CudaFusedTask(FusedTask):
+    """A prepared invocation of ``rev88-fused`` with the CUDA C++ kernels (``bundle/fused_cuda.cu``).
+
+    Args:
+        train_images: float32 (N, 1, 9, 9) in [0, 1].
+        train_labels: integer (N,) in 0…9.
+        test_images: float32 (M, 1, 9, 9) in [0, 1].
+        config: learner config (default :data:`bundle.learner.FROZEN_CONFIG`); depth 2 only.
+        device: ``"cuda"`` only.
+        ctas: training blocks G, 1 to the SM count; each takes ceil(batch / G) rows of every batch.
+        split: False: every block sums all G partials and updates its own state copy (one barrier
+            per step); True: each block sums and updates one slice and publishes it (two barriers).
+        groups: row groups per block (threads = 44 x groups), 1 to 16; default :data:`GROUPS`.
+
+    Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
+    ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
+    (2, G, 7554); ``published`` float32 (7554,) (``split`` only, else (1,)); ``barrier_count``
+    int32 (1,).
+
+    Raises:
+        BundleError: bad inputs or config, CuPy missing, no CUDA GPU, ``ctas`` out of range, or the
+            kernels do not compile or do not fit the GPU's shared memory.
+    """
+
+    def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
+                 ctas: int = 8, split: bool = False, groups: int = GROUPS) -> None:
+        import time  # noqa: PLC0415
+
+        started = time.perf_counter()
+        self.config = normalise_config(FROZEN_CONFIG if config is None else config)
+        cfg = self.config
+        if cfg["depth"] != 2:
+            raise BundleError(f"the fused learner supports depth 2 only (got depth {cfg['depth']}): use bundle.learner")
+        if isinstance(ctas, bool) or not isinstance(ctas, int | np.integer) or ctas < 1:
+            raise BundleError(f"ctas must be a positive int, the training blocks (got {ctas!r})")
+        if device != "cuda":
+            raise BundleError(f"kernel tool {KERNEL_TOOL} runs on device cuda only (got {device!r}); on the CPU use "
+                              "bundle.fused_cuda.reference_train or kernel tool triton's interpreter")
+        if not torch.cuda.is_available():
+            raise BundleError("device cuda requested but torch sees no CUDA GPU: use a GPU host")
+        try:
+            import cupy  # noqa: PLC0415
+        except ImportError as exc:
+            raise BundleError(f"kernel tool {KERNEL_TOOL} needs CuPy, which is not importable ({exc}): install the "
+                              "bundle's [cuda] extra (cupy-cuda12x) or use kernel tool triton") from None
+        arrays = validate_inputs(dict(zip(INPUT_KEYS, (train_images, train_labels, test_images), strict=True)))
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        ctas = int(ctas)
+        if ctas > props.multi_processor_count:
+            raise BundleError(f"ctas={ctas} exceeds the {props.multi_processor_count} SMs of this GPU: the grid "
+                              "barrier needs every training block resident at once; use ctas <= the SM count")
+        if isinstance(groups, bool) or not isinstance(groups, int | np.integer) or not 1 <= groups <= 16:
+            raise BundleError(f"groups must be an int from 1 to 16 (got {groups!r})")
+        self.ctas, self.split, self.groups = ctas, bool(split), int(groups)
+        self.threads = ROW_STRIDE * self.groups
+        self.rows = triton_cdiv(cfg["batch_size"], ctas)
+        if train_shared_bytes(self.rows, self.groups) > SHARED_LIMIT:
+            raise BundleError(f"{self.rows} rows per block need {train_shared_bytes(self.rows, self.groups)} B of "
+                              f"shared memory, over {SHARED_LIMIT}: use more ctas")
+        self.device = torch.device(device)
+        self.interpreted = False
+        self.num_warps = triton_cdiv(self.threads, 32)
+        self.product_precision = "ieee"
+        self._prepare_resident(arrays)
+        self.partials = torch.zeros((2, ctas, STATE), dtype=torch.float32, device=self.device)
+        self.published = torch.zeros(STATE if self.split else 1, dtype=torch.float32, device=self.device)
+        self.barrier_count = torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.grid = {"blocks": ctas, "rows": self.rows}
+        self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
+        self._barrier_expected = 0
+        self._compile(cupy)
+        self.run_count = 0
+        self.preparation_seconds = time.perf_counter() - started
+
+    def _compile(self, cupy) -> None:
+        options = ("-std=c++14", f"-DNGRP={self.groups}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
+                   f"-DSPLIT={int(self.split)}", f"-DQB={PREDICT_ROWS}")
+        try:
+            module = cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=options)
+            self._train_fn = module.get_function("rev88_train")
+            self._predict_fn = module.get_function("rev88_predict")
+            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.groups)
+            self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes(self.groups)
+        except Exception as exc:  # CuPy's compile and driver errors have no common base class
+            raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
+                              f"({type(exc).__name__}: {str(exc)[:300]})") from None
+        self._cupy = cupy
+        view = cupy.asarray
+        self._views = {name: view(getattr(self, name)) for name in (
+            "initial", "params", "velocity", "partials", "published", "barrier_count", "raw", "labels", "orders",
+            "raw_query", "scores", "predictions")}
+
+    def _stream(self):
+        return self._cupy.cuda.ExternalStream(torch.cuda.current_stream(self.device).cuda_stream)
+
+    def train(self) -> None:
+        """Zero the barrier counter, then ONE ``rev88_train`` launch (reset + every update).
+
+        The G blocks must all be resident at once: G <= the SM count (checked) and one block per SM
+        always fits; nothing else may hold the SMs for long meanwhile (a wait gives up after
+        :data:`SPIN_LIMIT` reads and :meth:`barrier_check` reports it).
+        """
+        cfg, v, np32 = self.config, self._views, np.float32
+        self.barrier_count.zero_()
+        with self._stream():
+            self._train_fn(
+                (self.ctas,), (self.threads,),
+                (v["initial"], v["params"], v["velocity"], v["partials"], v["published"], v["barrier_count"],
+                 v["raw"], v["labels"], v["orders"], np.int32(self.train_count), np.int32(cfg["epochs"]),
+                 np.int32(cfg["batch_size"]), np32(cfg["alpha"]), np32(cfg["momentum"]), np32(-cfg["learning_rate"]),
+                 np32(cfg["weight_decay"]), np.uint32(SPIN_LIMIT)),
+                shared_mem=train_shared_bytes(self.rows, self.groups))
+        self._barrier_expected = self.steps * self.ctas * (2 if self.split else 1)
+
+    def predict(self) -> None:
+        """One ``rev88_predict`` launch over blocks of :data:`PREDICT_ROWS` query rows (reads ``params``)."""
+        v = self._views
+        with self._stream():
+            self._predict_fn(
+                (triton_cdiv(self.test_count, PREDICT_ROWS),), (self.threads,),
+                (v["params"], v["raw_query"], v["scores"], v["predictions"], np.int32(self.test_count),
+                 np.float32(self.config["alpha"])), shared_mem=predict_shared_bytes(self.groups))
+
+    def barrier_check(self) -> None:
+        """Raise if the last training's barrier counter is not steps × blocks × barriers per step (synchronises).
+
+        Raises:
+            BundleError: the counter is off (a wait gave up, or a broken barrier).
+        """
+        if self.run_count == 0:
+            return
+        got = int(self.barrier_count.cpu()[0])
+        if got != self._barrier_expected:
+            why = "a grid-barrier wait gave up" if got >= TIMED_OUT else "the arrivals do not add up"
+            raise BundleError(f"CUDA training is invalid: barrier counter {got}, expected {self._barrier_expected} "
+                              f"({why})")
+
+    def learner_block(self) -> dict:
+        """The record's ``learner`` block for this kernel tool (docs/evidence-format.md)."""
+        return {"name": LEARNER_NAME, "kernel_tool": KERNEL_TOOL, "kernel_source_sha256": kernel_source_sha256(),
+                "cupy": cupy_versions(), "interpreter": False, "train_programs": self.ctas,
+                "train_threads": self.threads, "rows_per_program": self.rows, "split_update": self.split,
+                "product_precision": "ieee"}
+
+    def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
+        """Named resident tensors: per-parameter views of ``params``, then the other buffers."""
+        named = [(f"parameters.{n}", t) for n, t in self._named_views(self.params)]
+        named += [(n, getattr(self, n)) for n in ("initial", "velocity", "partials", "published", "barrier_count",
+                                                  "raw", "raw_query", "labels", "orders", "predictions", "scores")]
+        return named
+
+
+def reference_train(raw: np.ndarray, labels: np.ndarray, orders: np.ndarray, initial: np.ndarray, ctas: int,
+                    config: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """CPU reference of ``rev88_train``'s step schedule in numpy float32.
+
+    Args:
+        raw: float32 (N, 81) training pixels; labels: integer (N,); orders: integer (epochs, N)
+            (:func:`bundle.learner.epoch_orders`); initial: float32 (7554,) initial state vector.
+        ctas: blocks G; block b takes rows [b·R, (b+1)·R) of each batch, R = ceil(batch / G).
+        config: as :func:`bundle.learner.normalise_config` (default the frozen one).
+
+    Returns:
+        (params, velocity), float32 (7554,) each, after every update: each block's partial gradient
+        is computed on its rows at the pre-step weights and the G partials are summed in block
+        order before the momentum-SGD step, as the kernel does (products inside a block in numpy's
+        order, so bits differ from the GPU's; predictions are what is compared).
+    """
+    cfg = normalise_config(FROZEN_CONFIG if config is None else config)
+    f32 = np.float32
+    alpha, mom, lr, wd = f32(cfg["alpha"]), f32(cfg["momentum"]), f32(cfg["learning_rate"]), f32(cfg["weight_decay"])
+    p = initial.astype(f32).copy()
+    v = np.zeros_like(p)
+    n, batch = len(raw), cfg["batch_size"]
+    rows_per = triton_cdiv(batch, ctas)
+    for e in range(cfg["epochs"]):
+        for first in range(0, n, batch):
+            count = min(batch, n - first)
+            grad = np.zeros_like(p)
+            for b in range(ctas):
+                lo, hi = min(b * rows_per, count), min((b + 1) * rows_per, count)
+                part = _partial(p, raw[orders[e, first + lo:first + hi]], labels[orders[e, first + lo:first + hi]],
+                                count, alpha)
+                grad = grad + part
+            v = v * mom + grad
+            v = v + wd * p
+            p = p - lr * v
+    return p, v
+
+
+def _unpack(p: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    w = [p[k * HALF * HALF:(k + 1) * HALF * HALF].reshape(HALF, HALF) for k in range(4)]
+    head = p[4 * HALF * HALF:4 * HALF * HALF + 10 * 2 * HALF].reshape(10, 2 * HALF)
+    return w, head, p[-10:]
+
+
+def reference_forward(p: np.ndarray, x: np.ndarray, alpha) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(l2, r2, logits) of rows x (float32 (R, 81)) under state vector p, as the kernels compute them."""
+    f32 = np.float32
+    w, head, bias = _unpack(p)
+    lifted = np.concatenate([x * f32(4.0) - f32(0.5), np.zeros((len(x), 1), f32)], axis=1)
+    left, right = lifted[:, :HALF].copy(), lifted[:, HALF:].copy()
+    left = left + (np.maximum(right, 0) @ w[0].T) * alpha
+    right = right + (np.maximum(left, 0) @ w[1].T) * alpha
+    left = left + (np.maximum(right, 0) @ w[2].T) * alpha
+    right = right + (np.maximum(left, 0) @ w[3].T) * alpha
+    return left, right, left @ head[:, :HALF].T + right @ head[:, HALF:].T + bias
+
+
+def _partial(p: np.ndarray, x: np.ndarray, y: np.ndarray, count: int, alpha) -> np.ndarray:
+    f32 = np.float32
+    grad = np.zeros_like(p)
+    if len(x) == 0:
+        return grad
+    w, head, _ = _unpack(p)
+    left, right, z = reference_forward(p, x, alpha)
+    z = z - z.max(axis=1, keepdims=True)
+    prob = np.exp(z - np.log(np.exp(z).sum(axis=1, keepdims=True)))
+    prob[np.arange(len(y)), y] -= f32(1.0)
+    g = (prob / f32(count)).astype(f32)
+    gw, gh, gb = _unpack(grad)
+    gh[:, :HALF] = g.T @ left
+    gh[:, HALF:] = g.T @ right
+    gb[:] = g.sum(axis=0)
+    d_left, d_right = g @ head[:, :HALF], g @ head[:, HALF:]
+    # block 1 then block 0: (leaf, upstream, weight, gradient of the other half, half to rebuild)
+    for k in (3, 2, 1, 0):
+        leaf, up = (left, d_right) if k % 2 else (right, d_left)
+        scaled, act = up * alpha, np.maximum(leaf, 0)
+        gw[k][:] = scaled.T @ act
+        if k == 0:
+            break
+        d_leaf = np.where(leaf > 0, scaled @ w[k], f32(0.0))
+        branch = (act @ w[k].T) * alpha
+        if k % 2:
+            d_left, right = d_left + d_leaf, right - branch
+        else:
+            d_right, left = d_right + d_leaf, left - branch
+    return grad
+
+
+def reference_predict(p: np.ndarray, query: np.ndarray, config: dict | None = None) -> np.ndarray:
+    """int64 (M,) first maximal class of the logits of query rows (float32 (M, 81)) under state p."""
+    cfg = normalise_config(FROZEN_CONFIG if config is None else config)
+    return reference_forward(p, query.astype(np.float32), np.float32(cfg["alpha"]))[2].argmax(axis=1).astype(np.int64)

@@ -1,0 +1,99 @@
+"""Where the fused learner's training kernel spends its cycles: one Nsight Compute pass per launch shape.
+
+Run from the repository root on a GPU host with ``ncu`` on PATH::
+
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_stalls.py [--ctas 1,8]
+
+For each G a fresh child (``--child G``) prepares draw 0 as a ``FusedTask(ctas=G)`` at the
+learner's defaults and runs one invocation; ``ncu`` profiles its training launch
+(``train_kernel`` for G = 1, ``grid_train_kernel`` otherwise) with the sections that say why warps
+wait (speed of light, compute and memory workload, occupancy, launch statistics, scheduler,
+warp state, source counters). Writes per G ``$OUT/stalls-g<G>.csv`` (``ncu --page details
+--csv``) and ``$OUT/stalls-g<G>.ncu-rep`` (the report, for ``ncu --import`` or ``ncu_report``),
+and ``$OUT/fused-stalls.json`` (the command lines, exit codes, the board and the tail of any error).
+A measurement for choosing the next kernel design; the verifier does not read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats",
+            "SchedulerStats", "WarpStateStats", "SourceCounters")
+TIMEOUT_S = 240.0
+
+
+def child(ctas: int) -> int:
+    """Run draw 0 once with ``ctas`` training programs (the profiled process)."""
+    import torch  # noqa: PLC0415
+
+    from bundle.data import load_draw  # noqa: PLC0415
+    from bundle.fused_learner import FusedTask  # noqa: PLC0415
+
+    task = FusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
+    task.run()
+    torch.cuda.synchronize()
+    _, meta = task.outputs()
+    print(json.dumps({"ctas": ctas, "predictions_sha256": meta["predictions_sha256"]}))
+    return 0
+
+
+def profile(ctas: int, out: Path) -> dict:
+    """One ncu run of a ``--child`` process; returns what ran and how it ended."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return {"ctas": ctas, "error": "ncu is not on PATH"}
+    kernel = "train_kernel" if ctas == 1 else "grid_train_kernel"
+    rep = out / f"stalls-g{ctas}"
+    cmd = [ncu, "--kernel-name", kernel, "--launch-count", "1", "--import-source", "no", "--force-overwrite",
+           "--export", str(rep)]
+    for section in SECTIONS:
+        cmd += ["--section", section]
+    cmd += [sys.executable, __file__, "--child", str(ctas)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return {"ctas": ctas, "kernel": kernel, "command": cmd, "error": f"ncu ran past {TIMEOUT_S:.0f} s"}
+    record = {"ctas": ctas, "kernel": kernel, "command": cmd, "rc": run.returncode,
+              "stdout_tail": run.stdout[-1500:], "stderr_tail": run.stderr[-1500:]}
+    report = rep.with_suffix(".ncu-rep")
+    if run.returncode == 0 and report.exists():
+        details = subprocess.run([ncu, "--import", str(report), "--page", "details", "--csv"], capture_output=True,
+                                 text=True, timeout=TIMEOUT_S, check=False)
+        (out / f"stalls-g{ctas}.csv").write_text(details.stdout)
+        record["details_rc"] = details.returncode
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ctas", default="1,8", help="comma-separated training program counts (default 1,8)")
+    parser.add_argument("--child", type=int)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        return child(args.child)
+    out = Path(os.environ.get("OUT") or ".")
+    out.mkdir(parents=True, exist_ok=True)
+    board = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version,clocks.max.sm", "--format=csv"],
+                           capture_output=True, text=True, check=False).stdout
+    result = {"schema": "fused-stalls/1", "board": board, "runs": []}
+    for ctas in (int(x) for x in args.ctas.split(",")):
+        result["runs"].append(profile(ctas, out))
+        print(json.dumps({k: v for k, v in result["runs"][-1].items() if k != "command"})[-2000:], flush=True)
+        (out / "fused-stalls.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""rev88-fused with kernel tool ``cuda`` (bundle/fused_cuda.cu, bundle/fused_cuda.py).
+
+On the CPU: the numpy reference of the kernel's step schedule reproduces the frozen predictions, the
+kernel source compiles for sm_80 and sm_90 without register spills where nvcc is on PATH, the host's
+choice of kernel tool (``REV88_FUSED_KERNEL``) is parsed, forwarded and checked on resume, and the
+fixture refuses the tool on the CPU in one line. On a GPU (marker ``gpu``, run on the device): all 11
+draws' predictions equal the frozen ones at the default and the split shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from bundle import fused_cuda
+from bundle.data import load_draw
+from bundle.errors import BundleError
+from bundle.jobs import FUSED_KERNEL_ENV, SubprocessEngine, fused_kernel_tool
+from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
+from bundle.phases.fixture_runner import check_resumed_launch, engine_env
+from tests.conftest import REPO_ROOT
+
+FROZEN = REPO_ROOT / "evidence" / "rev88-original"
+
+
+def _frozen_predictions(draw: int) -> np.ndarray:
+    return np.load(FROZEN / "predictions" / f"draw-{draw:02d}.npy")
+
+
+def _reference_predictions(draw: int, ctas: int) -> np.ndarray:
+    inputs = load_draw(draw).learner_inputs()
+    raw = inputs["train_images"].reshape(-1, 81).astype(np.float32)
+    labels = inputs["train_labels"].astype(np.int64)
+    model = build_model(2, FROZEN_CONFIG["alpha"], FROZEN_CONFIG["seed"])
+    initial = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+    orders = epoch_orders(len(raw), FROZEN_CONFIG["epochs"], FROZEN_CONFIG["seed"])
+    params, velocity = fused_cuda.reference_train(raw, labels, orders, initial, ctas)
+    assert params.dtype == velocity.dtype == np.float32 and params.shape == (fused_cuda.STATE,)
+    assert np.isfinite(params).all() and not np.array_equal(params, initial)
+    return fused_cuda.reference_predict(params, inputs["test_images"].reshape(-1, 81))
+
+
+@pytest.mark.parametrize(("draw", "ctas"), [(0, 1), (0, 16), (3, 8), (10, 64)])
+def test_reference_schedule_gives_the_frozen_predictions(draw, ctas) -> None:
+    """The kernel's schedule (row blocks of ceil(128 / G), partials summed in block order) in numpy float32."""
+    pred = _reference_predictions(draw, ctas)
+    frozen = _frozen_predictions(draw)
+    assert pred.shape == frozen.shape and pred.dtype == np.int64
+    assert int((pred != frozen).sum()) == 0
+
+
+def test_reference_partials_sum_to_the_whole_batch_gradient() -> None:
+    """Split into blocks or not, a step's gradient is the same up to float32 rounding (the schedule only
+    reorders the sum), and a block with no rows contributes exactly zero."""
+    rng = np.random.default_rng(5)
+    p = (rng.standard_normal(fused_cuda.STATE) * 0.05).astype(np.float32)
+    x = rng.random((128, 81), dtype=np.float32)
+    y = rng.integers(0, 10, 128)
+    whole = fused_cuda._partial(p, x, y, 128, np.float32(0.5))
+    parts = sum(fused_cuda._partial(p, x[b * 16:(b + 1) * 16], y[b * 16:(b + 1) * 16], 128, np.float32(0.5))
+                for b in range(8))
+    assert np.abs(whole).max() > 1e-3
+    np.testing.assert_allclose(parts, whole, rtol=1e-4, atol=1e-6)
+    assert not fused_cuda._partial(p, x[:0], y[:0], 128, np.float32(0.5)).any()
+
+
+def test_shared_memory_fits_every_block_count() -> None:
+    for ctas in (1, 2, 4, 8, 16, 32, 64, 128):
+        rows = -(-128 // ctas)
+        assert fused_cuda.train_shared_bytes(rows) <= fused_cuda.SHARED_LIMIT
+    assert fused_cuda.train_shared_bytes(128, 8) == 4 * (2 * fused_cuda.SHARED_STATE + 6 * 128 * 44 + 1280 + 256)
+    assert fused_cuda.predict_shared_bytes() <= 48 * 1024 * 2
+
+
+def test_kernel_source_sha256_is_the_file() -> None:
+    import hashlib
+
+    assert fused_cuda.kernel_source_sha256() == hashlib.sha256(fused_cuda.KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+def test_the_task_refuses_the_cpu_in_one_line() -> None:
+    inputs = load_draw(0).learner_inputs()
+    with pytest.raises(BundleError) as info:
+        fused_cuda.CudaFusedTask(**inputs, device="cpu")
+    assert "cuda" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
+@pytest.mark.parametrize(("arch", "ctas", "split"), [("sm_90", 1, 0), ("sm_90", 8, 0), ("sm_90", 16, 1),
+                                                      ("sm_80", 1, 0), ("sm_80", 64, 1)])
+def test_kernels_compile_without_spills(tmp_path, arch, ctas, split) -> None:
+    """nvcc's ptxas report for the shapes the fixture launches: both kernels, no stack frame, no spills."""
+    rows = -(-128 // ctas)
+    proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
+                           f"-DNGRP={fused_cuda.GROUPS}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
+                           f"-DQB={fused_cuda.PREDICT_ROWS}", "-Xptxas", "-v", str(fused_cuda.KERNEL_SOURCE)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", proc.stderr)
+    assert len(spills) == 2 and all(a == b == "0" for a, b in spills), proc.stderr
+
+
+@pytest.mark.parametrize(("raw", "want"), [(None, "triton"), ("", "triton"), (" cuda ", "cuda"), ("triton", "triton")])
+def test_the_kernel_tool_variable_or_the_default(raw, want) -> None:
+    assert fused_kernel_tool({} if raw is None else {FUSED_KERNEL_ENV: raw}) == want
+
+
+@pytest.mark.parametrize("raw", ["CUDA", "cupy", "triton,cuda", "1"])
+def test_a_bad_kernel_tool_is_one_line(raw) -> None:
+    with pytest.raises(BundleError) as info:
+        fused_kernel_tool({FUSED_KERNEL_ENV: raw})
+    assert FUSED_KERNEL_ENV in str(info.value) and repr(raw) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_phases_forward_the_kernel_tool(monkeypatch) -> None:
+    monkeypatch.delenv(FUSED_KERNEL_ENV, raising=False)
+    assert FUSED_KERNEL_ENV not in engine_env(SubprocessEngine())
+    monkeypatch.setenv(FUSED_KERNEL_ENV, "cuda")
+    assert engine_env(SubprocessEngine())[FUSED_KERNEL_ENV] == "cuda"
+    monkeypatch.setenv(FUSED_KERNEL_ENV, "nvrtc")
+    with pytest.raises(BundleError, match=FUSED_KERNEL_ENV):
+        engine_env(SubprocessEngine())
+
+
+@pytest.mark.parametrize(("recorded", "env", "refused"), [(None, None, False), (None, "cuda", True),
+                                                          ("cuda", None, True), ("cuda", "cuda", False),
+                                                          ("triton", "triton", False)])
+def test_a_resume_refuses_kept_records_of_another_tool(monkeypatch, recorded, env, refused) -> None:
+    block = {"name": "rev88-fused", "train_programs": 1, **({} if recorded is None else {"kernel_tool": recorded})}
+    monkeypatch.delenv("REV88_FUSED_CTAS", raising=False)
+    monkeypatch.delenv("REV88_FUSED_PRECISION", raising=False)
+    if env is None:
+        monkeypatch.delenv(FUSED_KERNEL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(FUSED_KERNEL_ENV, env)
+    if refused:
+        with pytest.raises(BundleError, match=f"resume with {FUSED_KERNEL_ENV}="):
+            check_resumed_launch(block, "kept record")
+    else:
+        check_resumed_launch(block, "kept record")
+
+
+def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
+    """``rev88 qualify --device cpu --learner rev88-fused`` with REV88_FUSED_KERNEL=cuda: one line, non-zero
+    exit, no draw record."""
+    out = tmp_path / "run"
+    env = {**os.environ, FUSED_KERNEL_ENV: "cuda", "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("REV88_FUSED_PRECISION", None)
+    proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
+                           "--jobs", "1", "--draws", "0", "--out", str(out)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "cuda" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
+    assert not list(out.rglob("draw-*.json.gz"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("ctas", "split"), [(16, True), (4, False)])
+def test_gpu_all_draws_equal_frozen_predictions(ctas, split) -> None:
+    """On a GPU with CuPy: every draw's predictions equal the frozen ones, the barrier counter adds up and a
+    second invocation repeats the state bits."""
+    pytest.importorskip("cupy")
+    for draw in range(11):
+        task = fused_cuda.CudaFusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas, split=split)
+        task.run()
+        pred, meta = task.outputs()
+        assert int((pred != _frozen_predictions(draw)).sum()) == 0, draw
+        frozen = json.loads((FROZEN / "results" / f"draw-{draw:02d}.json").read_text())["metadata"]
+        assert meta["predictions_sha256"] == frozen["predictions_sha256"]
+        assert meta["initial_parameter_sha256"] == frozen["initial_parameter_sha256"]
+        assert meta["learner"]["kernel_tool"] == "cuda" and meta["learner"]["train_programs"] == ctas
+        task.run()
+        assert task.state_hashes()["state_vector_sha256"] == meta["state_vector_sha256"]
