@@ -57,10 +57,12 @@ DEVICE_ATTRIBUTES: tuple[str, ...] = (
 
 L2_SECTOR_BYTES = 32  #: one L2 sector request is 32 bytes
 HIT_RATE_MAX_PERCENT = 100.0  #: the original's bound; values above it are kept and flagged
-#: Hit rates above this are refused everywhere: ncu printed 100.24 on the H200 (an L2-resident
-#: matmul, ``tests/recorded/ncu/h200-tiny-matmul.csv``), so up to 1 point of overshoot is kept
-#: (flagged ``l2_sector_hit_rate_above_100_percent``); more is not a hit rate.
-HIT_RATE_REFUSE_PERCENT = 101.0
+#: Hit rates above this are refused everywhere. Overshoot seen on H200s with ncu 2025.3.1: 100.24 (an
+#: L2-resident matmul, ``tests/recorded/ncu/h200-tiny-matmul.csv``) and 101.26 (the rev88-fused CUDA
+#: kernel tool at G = 2, task scope, 2026-12-03, whose whole working set stays in L2; the phase refused
+#: it under the former 101 bound). Values above 100 are kept and flagged
+#: (``l2_sector_hit_rate_above_100_percent``); the bound is a chosen margin over what was seen.
+HIT_RATE_REFUSE_PERCENT = 105.0
 RANGE_KERNEL_NAME = "range"  #: "Kernel Name" of an app-range result (spec 6.3)
 PINNED_NCU_VERSION = "2025.1.1"  #: the original's Nsight Compute (spec 6.1)
 FIXTURE_REPEATS = 16  #: ``--repeats`` handed to the fixture in profile mode (spec 6.1)
@@ -272,10 +274,11 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = None) -
     Args:
         output: ncu's stdout (and stderr), or just the CSV lines.
         hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct``; ``None``
-            (default) keeps any value up to :data:`HIT_RATE_REFUSE_PERCENT` (101), which is
+            (default) keeps any value up to :data:`HIT_RATE_REFUSE_PERCENT` (105), which is
             always refused above. The original required ≤ 100 (:data:`HIT_RATE_MAX_PERCENT`),
             but ncu 2025.3.1 printed 100.24 for an L2-resident matmul on the H200
-            (``tests/recorded/ncu/h200-tiny-matmul.csv``), so the phase records such values
+            (``tests/recorded/ncu/h200-tiny-matmul.csv``) and 101.26 for the fused CUDA kernel
+            tool, so the phase records such values
             with a flag rather than failing.
 
     Returns:

@@ -1,7 +1,8 @@
 """The rev88-fused run archives (evidence/h200-fused-20261201 with the single-CTA kernel,
 evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8, evidence/h200-fused-20261202 with the
-single-CTA kernel summing 48 feature columns in slices of 16; one H200 each): verified with 0 FAIL,
-forgeries caught.
+single-CTA kernel summing 48 feature columns in slices of 16; one H200 each;
+evidence/h200-fused-cuda-20261203 with the CUDA kernel tool at G = 2, K = 4, its profile on a second
+H200): verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
 rev88 :0:0, rev88-fused; K = 5) and its profile phase (``--learner rev88-fused``). The variant has no
@@ -23,30 +24,35 @@ from tests.conftest import REPO_ROOT, check_statuses, forge_record, linked_copy
 ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
 GRID_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201-g8"
 SLICED_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261202"   # ctas=1, products in slices of 16 over features
+CUDA_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203"  # REV88_FUSED_KERNEL=cuda, G = 2
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
-@pytest.mark.parametrize(("archive", "programs"), [(ARCHIVE, None), (GRID_ARCHIVE, 8), (SLICED_ARCHIVE, 1)],
-                         ids=["single-cta", "grid-8", "single-cta-sliced"])
-def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs) -> None:
+@pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
+                                                            (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4)],
+                         ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2"])
+def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
+                                                                                rounds: int) -> None:
     statuses = check_statuses(archive)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
     for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
                   "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs",
                   "energy.learners.metadata_block", "energy.learners.inventory_shape",
                   "energy.learners.product_slices", "energy.learners.product_slices.form",
-                  "energy.learners.product_precision", "energy.learners.product_precision.form"):
+                  "energy.learners.product_precision", "energy.learners.product_precision.form",
+                  "energy.learners.kernel_tool", "energy.learners.kernel_tool.form", "energy.learners.cuda_shape"):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
         design = json.load(fh)
     fused_trials = [t for t in design["trials"] if t["learner"] == "rev88-fused"]
-    assert len(fused_trials) == 5
+    assert len(fused_trials) == rounds
     for trial in fused_trials:
         rel = archive / "energy" / trial["record"]
         rec = json.loads(gzip.decompress(rel.read_bytes()))
         assert rec["learner"]["name"] == "rev88-fused" and rec["metadata"]["predictions_sha256"] == frozen
         assert rec["learner"].get("train_programs") == programs
+        assert rec["learner"].get("kernel_tool") == ("cuda" if archive == CUDA_ARCHIVE else None)
         preds = np.load(str(rel).replace(".json.gz", ".predictions.npy"), allow_pickle=False)
         assert preds.shape == (10_000,) and preds.dtype == np.int64
 
@@ -124,7 +130,44 @@ def _metadata_other_precision(rec: dict) -> None:
     rec["metadata"]["learner"]["product_precision"] = "ieee"
 
 
+def _triton_trial_in_cuda_archive(rec: dict) -> None:
+    """One trial of the CUDA archive relabelled as the Triton tool (block and metadata agree)."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["kernel_tool"] = "triton"
+
+
+def _cuda_rows_off(rec: dict) -> None:
+    """rows_per_program that ceil(128 / G) does not give (block and metadata agree)."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["rows_per_program"] = 32
+
+
+def _cuda_names_triton(rec: dict) -> None:
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["triton_version"] = "3.6.0"
+
+
+def _cuda_inventory_as_triton(rec: dict) -> None:
+    """A CUDA record whose inventory has the Triton grid kernel's buffers instead of its own."""
+    for t in rec["buffer_inventory"]["named_tensors"]:
+        if t.get("name") == "partials":
+            t["name"] = "state_map"
+
+
+def _unknown_tool(rec: dict) -> None:
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["kernel_tool"] = "cupy"
+
+
 @pytest.mark.parametrize(("archive", "rel", "change", "check"), [
+    (CUDA_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _triton_trial_in_cuda_archive,
+     "energy.learners.kernel_tool"),
+    (CUDA_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _unknown_tool,
+     "energy.learners.kernel_tool.form"),
+    (CUDA_ARCHIVE, "qualify/draw-03.json.gz", _cuda_rows_off, "energy.learners.cuda_shape"),
+    (CUDA_ARCHIVE, "qualify/draw-04.json.gz", _cuda_names_triton, "energy.learners.cuda_shape"),
+    (CUDA_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _cuda_inventory_as_triton,
+     "energy.learners.inventory_shape"),
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
     (ARCHIVE, "qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),
