@@ -530,7 +530,19 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
     lines += ["", f"Qualification in this archive ({ctx.label('qualify')}): {count(len(draws))} of {DRAWS} draws' "
               f"predictions are bit-equal to the frozen ones, {count(correct)} correct in all.", ""]
     shape = {key: next(iter(_values(ctx.rep, f"energy.learners.{key}").values()), NOT_VERIFIED)
-             for key in ("train_programs", "train_num_warps", "triton_version", "kernel_source_sha256")}
+             for key in ("train_programs", "train_num_warps", "triton_version", "kernel_source_sha256", "kernel_tool",
+                         "cupy", "split_update", "train_threads", "rows_per_program")}
+    if shape["kernel_tool"] == "cuda":
+        cupy = shape["cupy"] if isinstance(shape["cupy"], dict) else {}
+        lines += [f"rev88-fused's kernel tool and launch shape, one across every record of the archive: CUDA C++ "
+                  f"(`bundle/fused_cuda.cu`, source sha256 `{str(shape['kernel_source_sha256'])[:16]}…`) compiled by "
+                  f"NVRTC {cupy.get('nvrtc', NOT_VERIFIED)} through CuPy {cupy.get('cupy', NOT_VERIFIED)}; "
+                  f"{shape['train_programs']} training blocks of {shape['train_threads']} threads, "
+                  f"{shape['rows_per_program']} batch rows each, "
+                  f"{'a sliced update (two grid barriers per step)' if shape['split_update'] else 'every block updating its own state copy (one grid barrier per step)'}; "
+                  "float32 FMAs, no padding of the 41-wide halves.", ""]
+        _traffic_lines(ctx, lines, base, base_name)
+        return
     programs = shape["train_programs"]
     programs_text = ("1 (the single-CTA kernel; not recorded by this archive's code)" if programs is None
                      else f"{programs} ({'the single-CTA kernel' if programs == 1 else 'the multi-CTA grid kernel'})"
@@ -540,6 +552,11 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               f"Triton {shape['triton_version']}, kernel source sha256 `{str(shape['kernel_source_sha256'])[:16]}…`, "
               f"{_slices_text(next(iter(_values(ctx.rep, 'energy.learners.product_slices').values()), NOT_VERIFIED))}.",
               ""]
+    _traffic_lines(ctx, lines, base, base_name)
+
+
+def _traffic_lines(ctx: _Context, lines: list[str], base: VerifyReport | None, base_name: str | None) -> None:
+    """The variant's task-scope traffic per task beside rev88's (from the baseline archive)."""
     mine = _task_traffic(ctx.rep)
     if mine:
         theirs = _task_traffic(base)
