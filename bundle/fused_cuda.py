@@ -48,8 +48,9 @@ PREDICT_ROWS = 64         # query rows per predict block
 SPIN_LIMIT = 1 << 26      # counter reads before a barrier wait gives up
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KB; the driver refuses more)
-SPLIT_FROM = 16           # the fixture's split: from this many blocks on (H200, draw 0: G=8 5.03 ms/task unsplit
-                          # against 5.14 split, G=16 4.16 against 3.55; docs/measurements/fused-cuda-probe-20261203)
+SPLIT_FROM = 8            # the fixture's split: from this many blocks on (H200, draw 0, the register-blocked kernel:
+                          # G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
+                          # docs/measurements/fused-cuda-probe-20261203b)
 
 
 def kernel_source_sha256() -> str:
