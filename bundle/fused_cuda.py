@@ -6,15 +6,16 @@ resident inputs as :class:`bundle.fused_learner.FusedTask` (this class derives f
 its preparation, hashes and outputs); what differs is the kernels:
 
 * training, ``rev88_train``: one launch of G blocks (``ctas``), each keeping a whole
-  copy of the 7,554 parameters and velocities and its rows' activations in shared memory, unpadded
-  (41-wide halves), scalar float32 FMAs; per step a partial gradient per block in global memory,
+  copy of the 7,554 parameters and velocities and its rows' activations in shared memory (41-wide
+  halves in rows of 44 floats, 41 x 41 weights in 44 x 44 tiles: 7 % padding against the Triton
+  tiles' 56 %), register-blocked scalar float32 FMAs; per step a partial gradient per block in global memory,
   a grid barrier, then the G partials summed in block order (every block for its own copy, or with
   ``split`` each block a slice, published through global memory at a second barrier);
 * prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.
 
 Why CUDA C++ through CuPy: the Triton kernels (kernel tool ``triton``) stage every product through
 global memory in padded 64-wide tiles and spill registers (docs/measurements); here the
-shared-memory layout, the thread mapping and the barrier are written out, with no padding. CuPy
+shared-memory layout, the thread mapping and the barrier are written out. CuPy
 compiles with NVRTC at run time, so no CUDA toolkit or C++ extension build is needed on the host,
 and its kernels take torch's CUDA tensors zero-copy (``__cuda_array_interface__``), so every buffer
 is a torch allocation and ``torch.cuda.max_memory_allocated`` sees all of them.
@@ -45,9 +46,10 @@ SHARED_STATE = 4 * ROW_STRIDE * ROW_STRIDE + 10 * 2 * ROW_STRIDE + 12   # shared
 GROUPS = 8                # row groups per block: threads = 44 x GROUPS (fused_cuda.cu NGRP)
 THREADS = ROW_STRIDE * GROUPS   # 352 threads per block of both kernels
 PREDICT_ROWS = 64         # query rows per predict block
-SPIN_LIMIT = 1 << 26      # counter reads before a barrier wait gives up
+SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (seconds, as the Triton tool's)
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
-SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KB; the driver refuses more)
+SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
+MAX_GROUPS = 8            # row groups per block the host accepts (16 made ptxas spill in the predict kernel)
 SPLIT_FROM = 8            # the fixture's split: from this many blocks on (H200, draw 0, the register-blocked kernel:
                           # G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
                           # docs/measurements/fused-cuda-probe-20261203b)
@@ -97,7 +99,7 @@ class CudaFusedTask(FusedTask):
         ctas: training blocks G, 1 to the SM count; each takes ceil(batch / G) rows of every batch.
         split: False: every block sums all G partials and updates its own state copy (one barrier
             per step); True: each block sums and updates one slice and publishes it (two barriers).
-        groups: row groups per block (threads = 44 x groups), 1 to 16; default :data:`GROUPS`.
+        groups: row groups per block (threads = 44 x groups), 1 to :data:`MAX_GROUPS`; default :data:`GROUPS`.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
@@ -136,14 +138,15 @@ class CudaFusedTask(FusedTask):
         if ctas > props.multi_processor_count:
             raise BundleError(f"ctas={ctas} exceeds the {props.multi_processor_count} SMs of this GPU: the grid "
                               "barrier needs every training block resident at once; use ctas <= the SM count")
-        if isinstance(groups, bool) or not isinstance(groups, int | np.integer) or not 1 <= groups <= 16:
-            raise BundleError(f"groups must be an int from 1 to 16 (got {groups!r})")
+        if isinstance(groups, bool) or not isinstance(groups, int | np.integer) or not 1 <= groups <= MAX_GROUPS:
+            raise BundleError(f"groups must be an int from 1 to {MAX_GROUPS} (got {groups!r})")
         self.ctas, self.split, self.groups = ctas, bool(split), int(groups)
         self.threads = ROW_STRIDE * self.groups
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
-        if train_shared_bytes(self.rows, self.groups) > SHARED_LIMIT:
+        limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
+        if train_shared_bytes(self.rows, self.groups) > limit:
             raise BundleError(f"{self.rows} rows per block need {train_shared_bytes(self.rows, self.groups)} B of "
-                              f"shared memory, over {SHARED_LIMIT}: use more ctas")
+                              f"shared memory, over this GPU's {limit} B per block: use more ctas (REV88_FUSED_CTAS)")
         self.device = torch.device(device)
         self.interpreted = False
         self.num_warps = triton_cdiv(self.threads, 32)
@@ -170,7 +173,7 @@ class CudaFusedTask(FusedTask):
             self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes(self.groups)
         except Exception as exc:  # CuPy's compile and driver errors have no common base class
             raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
-                              f"({type(exc).__name__}: {str(exc)[:300]})") from None
+                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]})") from None
         self._cupy = cupy
         view = cupy.asarray
         self._views = {name: view(getattr(self, name)) for name in (
@@ -183,9 +186,11 @@ class CudaFusedTask(FusedTask):
     def train(self) -> None:
         """Zero the barrier counter, then ONE ``rev88_train`` launch (reset + every update).
 
-        The G blocks must all be resident at once: G <= the SM count (checked) and one block per SM
-        always fits; nothing else may hold the SMs for long meanwhile (a wait gives up after
-        :data:`SPIN_LIMIT` reads and :meth:`barrier_check` reports it).
+        The G blocks must all be resident at once: G <= the SM count (checked) and at least one block
+        fits on every SM (its shared memory is checked against the device's limit), so on an idle GPU
+        every block starts at launch (the header of fused_cuda.cu says "one per SM at most"; with
+        G >= 4 two blocks can fit, which changes nothing here); nothing else may hold the SMs for long
+        meanwhile (a wait gives up after :data:`SPIN_LIMIT` reads and :meth:`barrier_check` reports it).
         """
         cfg, v, np32 = self.config, self._views, np.float32
         self.barrier_count.zero_()

@@ -95,9 +95,10 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
 @pytest.mark.parametrize(("arch", "ctas", "split"), [("sm_90", 1, 0), ("sm_90", 8, 0), ("sm_90", 16, 1),
-                                                      ("sm_80", 1, 0), ("sm_80", 64, 1)])
+                                                      ("sm_80", 2, 0), ("sm_80", 64, 1)])
 def test_kernels_compile_without_spills(tmp_path, arch, ctas, split) -> None:
-    """nvcc's ptxas report for the shapes the fixture launches: both kernels, no stack frame, no spills."""
+    """nvcc's ptxas report for the shapes the fixture launches: both kernels, no stack frame, no spills (on
+    sm_80, whose blocks get at most 163 KB of shared memory, from G = 2 on: G = 1 needs 210,400 B)."""
     rows = -(-128 // ctas)
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
                            f"-DNGRP={fused_cuda.GROUPS}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",

@@ -40,7 +40,8 @@ def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(
                   "energy.learners.metadata_block", "energy.learners.inventory_shape",
                   "energy.learners.product_slices", "energy.learners.product_slices.form",
                   "energy.learners.product_precision", "energy.learners.product_precision.form",
-                  "energy.learners.kernel_tool", "energy.learners.kernel_tool.form", "energy.learners.cuda_shape"):
+                  "energy.learners.kernel_tool", "energy.learners.kernel_tool.form", "energy.learners.cuda_shape",
+                  *(("energy.learners.cuda_buffers",) if archive == CUDA_ARCHIVE else ())):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
@@ -154,6 +155,23 @@ def _cuda_inventory_as_triton(rec: dict) -> None:
             t["name"] = "state_map"
 
 
+def _cuda_more_blocks(rec: dict) -> None:
+    """train_programs 4 (rows 32) in block and metadata, but the partials buffer still holds 2 blocks."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["train_programs"], block["rows_per_program"] = 4, 32
+
+
+def _cuda_split_claimed(rec: dict) -> None:
+    """split_update true, but the published buffer is the unsplit kernel's single float."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["split_update"] = True
+
+
+def _cuda_no_cupy(rec: dict) -> None:
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["cupy"] = None
+
+
 def _unknown_tool(rec: dict) -> None:
     for block in (rec["learner"], rec["metadata"]["learner"]):
         block["kernel_tool"] = "cupy"
@@ -168,6 +186,11 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA_ARCHIVE, "qualify/draw-04.json.gz", _cuda_names_triton, "energy.learners.cuda_shape"),
     (CUDA_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _cuda_inventory_as_triton,
      "energy.learners.inventory_shape"),
+    (CUDA_ARCHIVE, "energy/trial-r00-rev88-fused-workspace-16-8.json.gz", _cuda_more_blocks,
+     "energy.learners.cuda_buffers"),
+    (CUDA_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_split_claimed,
+     "energy.learners.cuda_buffers"),
+    (CUDA_ARCHIVE, "qualify/draw-05.json.gz", _cuda_no_cupy, "energy.learners.cuda_shape"),
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
     (ARCHIVE, "qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),

@@ -185,7 +185,23 @@ def _cuda_shape_problems(block: dict) -> list[str]:
         problems.append(f"split_update {block.get('split_update')!r} is not a bool")
     if block.get("product_precision") != "ieee" or block.get("triton_version") is not None:
         problems.append("a CUDA record names a product precision other than ieee or a Triton version")
+    cupy = block.get("cupy")
+    if not (isinstance(cupy, dict) and set(cupy) == {"cupy", "nvrtc"} and all(isinstance(v, str) and v
+                                                                             for v in cupy.values())):
+        problems.append(f"cupy {cupy!r} is not {{cupy, nvrtc}} version strings")
     return problems
+
+
+def _cuda_inventory_problems(block: dict, inventory: dict) -> list[str]:
+    """The CUDA tool's buffers against its launch fields: ``partials`` float32 (2, G, 7554), ``published``
+    float32 (7554,) with ``split_update`` else (1,), ``barrier_count`` int32 (1,) (``CudaFusedTask``)."""
+    tensors = {t.get("name"): t for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
+    want = {"partials": ([2, block.get("train_programs"), 7554], "torch.float32"),
+            "published": ([7554] if block.get("split_update") is True else [1], "torch.float32"),
+            "barrier_count": ([1], "torch.int32")}
+    return [f"{name} is {tensors.get(name, {}).get('shape')} {tensors.get(name, {}).get('dtype')}, not {shape} {dtype}"
+            for name, (shape, dtype) in want.items()
+            if (tensors.get(name) or {}).get("shape") != shape or (tensors.get(name) or {}).get("dtype") != dtype]
 
 
 def _slices_form(v: Any) -> bool:
@@ -218,8 +234,9 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       also in ``energy.before_metadata`` and ``energy.after_metadata``), well formed;
     * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
-      for the CUDA tool exactly its own (:data:`CUDA_BUFFERS`), whose ``split_update``,
-      ``train_threads`` and ``rows_per_program`` must fit :func:`_cuda_shape_problems`;
+      for the CUDA tool exactly its own (:data:`CUDA_BUFFERS`), shaped as its ``train_programs`` and
+      ``split_update`` say (:func:`_cuda_inventory_problems`), and its ``split_update``,
+      ``train_threads``, ``rows_per_program`` and ``cupy`` must fit :func:`_cuda_shape_problems`;
     * Triton's interpreter used exactly when the record ran on the CPU.
     """
     out: list[CheckResult] = []
@@ -230,7 +247,8 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
         values = sorted({json.dumps(b.get(key)) for _, b, _, _ in found})
         out.append(check_true(f"energy.learners.{key}", LEARNERS, len(values) == 1,
                               f"{len(found)} rev88-fused records name {len(values)} values of {key}: one kernel "
-                              "source, one Triton and one launch shape ran them all", recorded=values,
+                              "tool, source, compiler (Triton or CuPy/NVRTC) and launch shape ran them all",
+                              recorded=values,
                               recomputed=json.loads(values[0]) if len(values) == 1 else None))
     for key in ("train_programs", "train_num_warps"):
         bad = []
@@ -300,6 +318,9 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
                                        sorted(CUDA_BUFFERS),
                                        what="the CUDA tool's buffers (partials, published, barrier_count; no Triton "
                                             "work or state_map) in the inventory"))
+                bad = _cuda_inventory_problems(block, inventory)
+                out.append(check_true("energy.learners.cuda_buffers", rel, not bad,
+                                      f"the CUDA tool's buffers disagree with its launch fields: {'; '.join(bad)}"))
             else:
                 grid = isinstance(programs, int) and not isinstance(programs, bool) and programs >= 2
                 out.append(check_equal("energy.learners.inventory_shape", rel,
