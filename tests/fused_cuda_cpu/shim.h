@@ -1,0 +1,35 @@
+// CPU stand-ins for the CUDA built-ins that bundle/fused_cuda.cu uses, so that its kernels compile
+// with g++ and run with one OS thread per CUDA thread (tests/test_fused_cuda_cpu.py). A block's
+// __syncthreads is a pthread barrier of its NT threads; its shared memory is a per-block array;
+// atomics and fences are the compiler's sequentially consistent ones (stronger than the GPU's).
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <pthread.h>
+#include <sched.h>
+
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
+struct emu_dim { int x; };
+thread_local emu_dim threadIdx, blockIdx;
+thread_local pthread_barrier_t* emu_block_barrier;
+thread_local float4* emu_shared;
+
+static inline void __syncthreads() { pthread_barrier_wait(emu_block_barrier); }
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline unsigned atomicMax(unsigned* p, unsigned v) {
+    unsigned old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+static inline float __ldcg(const float* p) {
+    float r;
+    __atomic_load(p, &r, __ATOMIC_ACQUIRE);
+    return r;
+}
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)

@@ -1,0 +1,115 @@
+"""The CUDA kernel tool's own source on the CPU: bundle/fused_cuda.cu compiled by g++ with
+tests/fused_cuda_cpu/shim.h (one OS thread per CUDA thread, a pthread barrier per block) and run by
+tests/fused_cuda_cpu/harness.cpp.
+
+Three lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier and
+the two ``extern __shared__`` declarations); every other line, the arithmetic and its order
+included, is the file the GPU runs. Unused shared and global memory starts as NaN, so a read of
+something never written shows up. Checks: against the numpy reference of the schedule
+(``bundle.fused_cuda.reference_train``) on a short run at several launch shapes, and a whole draw
+against the frozen predictions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bundle import fused_cuda
+from bundle.data import load_draw
+from bundle.fused_learner import triton_cdiv
+from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
+from tests.conftest import REPO_ROOT
+
+HERE = REPO_ROOT / "tests" / "fused_cuda_cpu"
+#: (kernel line, its CPU stand-in, how often the line occurs)
+SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");',
+          "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
+         ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2))
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
+
+
+def _build(tmp: Path, ctas: int, split: bool, groups: int = fused_cuda.GROUPS) -> Path:
+    text = fused_cuda.KERNEL_SOURCE.read_text()
+    for line, stand_in, count in SWAPS:
+        assert text.count(line) == count, f"bundle/fused_cuda.cu no longer has {line!r} {count} time(s)"
+        text = text.replace(line, stand_in)
+    (tmp / "kernel.inc").write_text(text)
+    exe = tmp / "harness"
+    rows = triton_cdiv(FROZEN_CONFIG["batch_size"], ctas)
+    proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNGRP={groups}",
+                           f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DQB={fused_cuda.PREDICT_ROWS}",
+                           str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return exe
+
+
+def _run(exe: Path, tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int, groups: int = 8):
+    raw.astype(np.float32).tofile(tmp / "raw.bin")
+    labels.astype(np.int64).tofile(tmp / "labels.bin")
+    orders.astype(np.int64).tofile(tmp / "orders.bin")
+    initial.astype(np.float32).tofile(tmp / "init.bin")
+    query.astype(np.float32).tofile(tmp / "query.bin")
+    cfg = FROZEN_CONFIG
+    rows = triton_cdiv(cfg["batch_size"], ctas)
+    proc = subprocess.run([str(exe), str(tmp), str(len(raw)), str(epochs), str(cfg["batch_size"]), str(cfg["alpha"]),
+                           str(cfg["momentum"]), str(cfg["learning_rate"]), str(cfg["weight_decay"]), str(len(query)),
+                           str(fused_cuda.train_shared_bytes(rows, groups)), str(fused_cuda.predict_shared_bytes(groups))],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {name: np.fromfile(tmp / f"{name}.bin", dtype) for name, dtype in (
+        ("params", np.float32), ("velocity", np.float32), ("scores", np.float32), ("predictions", np.int64))}
+    return out, int(proc.stdout.split()[-1])
+
+
+def _initial() -> np.ndarray:
+    model = build_model(2, FROZEN_CONFIG["alpha"], FROZEN_CONFIG["seed"])
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.mark.parametrize(("ctas", "split"), [(1, False), (3, True), (8, False), (64, True)])
+def test_kernel_source_matches_the_reference_schedule(tmp_path, ctas, split) -> None:
+    """300 training rows of draw 0, one epoch (batches of 128, 128 and a short one of 44, so some blocks get
+    no rows), 200 query rows: parameters, velocities and scores agree with the numpy reference to float32
+    rounding, predictions exactly, every value finite, and the barrier counter adds up."""
+    inputs = load_draw(0).learner_inputs()
+    raw = inputs["train_images"].reshape(-1, 81)[:300]
+    labels = inputs["train_labels"].astype(np.int64)[:300]
+    query = inputs["test_images"].reshape(-1, 81)[:200]
+    orders = epoch_orders(300, 1, FROZEN_CONFIG["seed"])
+    initial = _initial()
+    out, barrier = _run(_build(tmp_path, ctas, split), tmp_path, raw, labels, orders, initial, query, ctas, 1)
+    params, velocity = fused_cuda.reference_train(raw.astype(np.float32), labels, orders, initial, ctas,
+                                                  {**FROZEN_CONFIG, "epochs": 1})
+    assert barrier == 3 * ctas * (2 if split else 1)
+    for name in ("params", "velocity", "scores"):
+        assert np.isfinite(out[name]).all(), name
+    assert _relative(out["params"], params) < 1e-5 and _relative(out["velocity"], velocity) < 1e-5
+    _, _, logits = fused_cuda.reference_forward(params, query.astype(np.float32), np.float32(FROZEN_CONFIG["alpha"]))
+    assert _relative(out["scores"].reshape(-1, 10), logits) < 1e-5
+    assert np.array_equal(out["predictions"], fused_cuda.reference_predict(params, query))
+
+
+@pytest.mark.slow
+def test_kernel_source_gives_the_frozen_predictions_of_draw_0(tmp_path) -> None:
+    """The whole frozen procedure (10,000 rows, two epochs, 158 steps) at the archive's G = 2: all 10,000
+    predictions equal the frozen ones (about a minute on two cores)."""
+    inputs = load_draw(0).learner_inputs()
+    raw = inputs["train_images"].reshape(-1, 81)
+    labels = inputs["train_labels"].astype(np.int64)
+    orders = epoch_orders(len(raw), FROZEN_CONFIG["epochs"], FROZEN_CONFIG["seed"])
+    out, barrier = _run(_build(tmp_path, 2, False), tmp_path, raw, labels, orders, _initial(),
+                        inputs["test_images"].reshape(-1, 81), 2, FROZEN_CONFIG["epochs"])
+    assert barrier == 158 * 2
+    frozen = np.load(REPO_ROOT / "evidence" / "rev88-original" / "predictions" / "draw-00.npy")
+    assert int((out["predictions"] != frozen).sum()) == 0
