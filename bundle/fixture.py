@@ -702,7 +702,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         from bundle import fused_cuda  # noqa: PLC0415
 
         task = fused_cuda.CudaFusedTask(train_images, train_labels, test_images, config, device=device,
-                                        ctas=fused_ctas, split=fused_ctas >= fused_cuda.SPLIT_FROM)
+                                        ctas=fused_ctas)
     elif learner_name == "rev88-fused":
         task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device,
                                        ctas=fused_ctas, product_precision=fused_precision)

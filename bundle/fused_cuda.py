@@ -29,6 +29,7 @@ order of the partial sums; numpy's own product order inside a block).
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (second
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
 MAX_GROUPS = 8            # row groups per block the host accepts (16 made ptxas spill in the predict kernel)
-SPLIT_FROM = 8            # the fixture's split: from this many blocks on (H200, draw 0, the register-blocked kernel:
+SPLIT_FROM = 8            # the default split (the fixture's): from this many blocks on (H200, draw 0, the register-blocked kernel:
                           # G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
                           # docs/measurements/fused-cuda-probe-20261203b)
 
@@ -98,7 +99,8 @@ class CudaFusedTask(FusedTask):
         device: ``"cuda"`` only.
         ctas: training blocks G, 1 to the SM count; each takes ceil(batch / G) rows of every batch.
         split: False: every block sums all G partials and updates its own state copy (one barrier
-            per step); True: each block sums and updates one slice and publishes it (two barriers).
+            per step); True: each block sums and updates one slice and publishes it (two barriers);
+            None (default): True from :data:`SPLIT_FROM` blocks on.
         groups: row groups per block (threads = 44 x groups), 1 to :data:`MAX_GROUPS`; default :data:`GROUPS`.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
@@ -112,9 +114,7 @@ class CudaFusedTask(FusedTask):
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
-                 ctas: int = 8, split: bool = False, groups: int = GROUPS) -> None:
-        import time  # noqa: PLC0415
-
+                 ctas: int = 8, split: bool | None = None, groups: int = GROUPS) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -140,7 +140,8 @@ class CudaFusedTask(FusedTask):
                               "barrier needs every training block resident at once; use ctas <= the SM count")
         if isinstance(groups, bool) or not isinstance(groups, int | np.integer) or not 1 <= groups <= MAX_GROUPS:
             raise BundleError(f"groups must be an int from 1 to {MAX_GROUPS} (got {groups!r})")
-        self.ctas, self.split, self.groups = ctas, bool(split), int(groups)
+        self.ctas, self.groups = ctas, int(groups)
+        self.split = ctas >= SPLIT_FROM if split is None else bool(split)
         self.threads = ROW_STRIDE * self.groups
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
@@ -155,7 +156,6 @@ class CudaFusedTask(FusedTask):
         self.partials = torch.zeros((2, ctas, STATE), dtype=torch.float32, device=self.device)
         self.published = torch.zeros(STATE if self.split else 1, dtype=torch.float32, device=self.device)
         self.barrier_count = torch.zeros(1, dtype=torch.int32, device=self.device)
-        self.grid = {"blocks": ctas, "rows": self.rows}
         self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
         self._barrier_expected = 0
         self._compile(cupy)

@@ -125,13 +125,8 @@ def main() -> int:
 
 
 def _run(args: list[str], timeout: float) -> dict:
-    """This script as a child (fused_device._run_child runs fused_device.py; this one runs itself)."""
-    saved = fused_device.__file__
-    try:
-        fused_device.__file__ = __file__
-        return fused_device._run_child(args[1:], timeout)
-    finally:
-        fused_device.__file__ = saved
+    """This script as a fresh child (``args`` begin with ``--child``)."""
+    return fused_device._run_child(args[1:], timeout, script=__file__)
 
 
 def _child(argv: list[str]) -> int:

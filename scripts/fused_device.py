@@ -177,13 +177,14 @@ def draws_child(ctas: int) -> dict:
     return {"ctas": ctas, "draws": rows}
 
 
-def _run_child(args: list[str], timeout: float) -> dict:
-    """Run this script as ``--child ...`` in a fresh process; its last stdout line is the JSON record."""
+def _run_child(args: list[str], timeout: float, script: str | Path | None = None) -> dict:
+    """Run *script* (default this one) as ``--child ...`` in a fresh process; its last stdout line is the
+    JSON record. The probes that reuse these children pass their own file."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("TRITON_INTERPRET", None)
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args], cwd=REPO, env=env,
+        proc = subprocess.run([sys.executable, str(Path(script or __file__).resolve()), "--child", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         tail = (exc.stderr or b"")[-2000:]

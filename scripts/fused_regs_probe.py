@@ -199,12 +199,7 @@ def main(plan_name: str = "regs") -> int:
 
 def _run_child(args: list[str], timeout: float) -> dict:
     """fused_device's fresh child, but of this script (so the kernel swap applies)."""
-    original = fused_device.__file__
-    try:
-        fused_device.__file__ = __file__
-        return fused_device._run_child(args, timeout)
-    finally:
-        fused_device.__file__ = original
+    return fused_device._run_child(args, timeout, script=__file__)
 
 
 def _child(argv: list[str]) -> int:
