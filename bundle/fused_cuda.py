@@ -7,8 +7,8 @@ its preparation, hashes and outputs); what differs is the kernels:
 
 * training, ``rev88_train``: one launch of G blocks (``ctas``), each keeping a whole
   copy of the 7,554 parameters and velocities and its rows' activations in shared memory (41-wide
-  halves in rows of 44 floats, 41 x 41 weights in 44 x 44 tiles: 7 % padding against the Triton
-  tiles' 56 %), register-blocked scalar float32 FMAs; per step a partial gradient per block in global memory,
+  halves in rows of 44 floats, 41 x 41 weights in 44 x 44 tiles, where the Triton kernels pad to
+  64), register-blocked scalar float32 FMAs; per step a partial gradient per block in global memory,
   a grid barrier, then the G partials summed in block order (every block for its own copy, or with
   ``split`` each block a slice, published through global memory at a second barrier);
 * prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.

@@ -540,7 +540,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
                   f"{shape['train_programs']} training blocks of {shape['train_threads']} threads, "
                   f"{shape['rows_per_program']} batch rows each, "
                   f"{'a sliced update (two grid barriers per step)' if shape['split_update'] else 'every block updating its own state copy (one grid barrier per step)'}; "
-                  "float32 FMAs, no padding of the 41-wide halves.", ""]
+                  "float32 FMAs; each 41-wide half in a row of 44 floats.", ""]
         _traffic_lines(ctx, lines, base, base_name)
         return
     programs = shape["train_programs"]
