@@ -9,33 +9,40 @@
 //     v <- v*momentum + g;  v <- v + wd*p;  p <- p + (-lr)*v
 // in float32 (fmaf, no tensor cores, no TF32), every gradient taken at the pre-step weights.
 //
-// Training, rev88_train: ONE launch of G blocks (CTAs) of NT = 44 * NGRP threads, one block per
-// SM; G, ROWS = ceil(batch / G), NGRP and SPLIT are compile-time constants.
-//   * Every block keeps a whole copy of the parameters P and velocities V and its rows'
-//     activations in shared memory. Shared layout: rows of 44 floats (41 live, 3 zero), so a row
-//     is eleven float4; a branch weight is 44 x 44 (W[o][i], zero outside 41 x 41); the head is
-//     10 x 88 (left half in columns 0..40, right half in 44..84); then the bias. Each half of the
-//     activations is kept twice, as is and through relu, so no product applies relu per term.
-//   * Products over the 44 columns: thread (o, g) holds row o (or column o) of the weight in
-//     registers and computes column o of rows g, g + NGRP, ... (RB = ceil(ROWS / NGRP) rows), the
-//     rows' activations read as float4 (the same address for every thread of a row group); the
-//     weight gradient, a sum over the rows, gives each thread one (o, four i) tile.
-//   * Step s: block b takes rows [b*ROWS, (b+1)*ROWS) of the step's batch (none in a short last
-//     batch), runs lift, forward, head, loss gradient and the reversible backward on them and
-//     stores its partial gradient of all 7,554 parameters (state-vector order of spec 3) to
-//     part[s mod 2][b] in global memory.
+// Training, rev88_train: ONE launch of G blocks (CTAs) of NT = 32 * NW threads; G, ROWS =
+// ceil(batch / G), NW and SPLIT are compile-time constants.
+//   * Shared memory, feature-major: an activation array holds feature f of row r at f * RS + r
+//     (44 feature rows, 41 live and 3 zero; RS = the rows rounded up to 32, plus 4, so that
+//     feature rows start in different banks). Arrays: the halves L, R as is and through relu
+//     (RL, RR), their gradients dL, dR, and the logits Zt (10 x RS), later the loss gradient.
+//     Every block keeps the whole parameter state twice: each branch weight as Wn[o][i] and
+//     Wt[i][o] (41 rows of 48 floats, zero past 41), the head as Hn[c][88] (left half in
+//     columns 0..40, right in 44..84) and Ht[f][10], the bias. Velocities live in registers:
+//     thread t owns state entries lo + t, lo + t + NT, ...
+//   * Products: a warp computes a 16-feature x 32-row tile of an output, each lane a 4 x 4
+//     register tile, k ascending, one float4 of each operand per k; the lanes are arranged so
+//     that both float4 reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
+//     (41 x 41, a sum over rows) are 4 x 4 lane tiles of features {t, t + 11, t + 22, t + 33},
+//     rows ascending.
+//   * Step s, on block b's rows [b*ROWS, (b+1)*ROWS) of the step's batch (none in a short last
+//     batch), lifted while the block waited at the barrier of step s-1 (step 0: before the loop):
+//     four forward branches; logits; mean cross-entropy gradient; head and bias
+//     partial gradients with dL, dR; the reversible backward, one phase per branch (W3, W2, W1,
+//     W0): six warps take the weight's partial gradient while the others take the leaf's
+//     gradient and the rebuilt half (none for W0). The partial gradient of all 7,554 parameters
+//     (state-vector order of spec 3) goes to part[s mod 2][b] in global memory.
 //   * A grid barrier (an arrival counter, atomics with release/acquire ordering) then
 //     - SPLIT = 0: every block sums the G partials in the fixed order 0..G-1 (loads that bypass
-//       L1) and updates its own P, V: same inputs, same code, so every copy has the same bits;
+//       L1) and updates its own state: same inputs, same code, so every copy has the same bits;
 //     - SPLIT = 1: block b sums and updates only its slice of the state and publishes the new
-//       parameters of the slice in pbuf; a second barrier; every block reloads P from pbuf.
+//       parameters of the slice in pbuf; a second barrier; every block reloads them from pbuf.
 //     Two partial buffers make one barrier per step safe: a block writes buffer s mod 2 in step s
 //     only after the barrier of step s-1, which every block passes only after its reads of
 //     step s-2's partials.
-//   * All G blocks must be resident at once (the host keeps G <= the SM count; a block's shared
-//     memory allows one per SM at most, so none waits for another's SM on an idle GPU); a wait that
-//     spins SPIN_LIMIT times gives up and raises the counter to TIMED_OUT, which releases every
-//     later wait and which the host reports.
+//   * All G blocks must be resident at once (the host keeps G <= the SM count and checks the
+//     shared memory of a block against the device's limit); a wait that spins SPIN_LIMIT times
+//     gives up and raises the counter to TIMED_OUT, which releases every later wait and which the
+//     host reports.
 // Prediction, rev88_predict: blocks of QB query rows, the trained parameters in shared memory;
 // float32 logits and the first maximal class (torch.argmax's tie rule).
 //
@@ -43,54 +50,70 @@
 // final parameters and scores are not their bits; predictions are compared with the frozen ones.
 
 #define HF 41                            // coordinates per half
-#define HS 44                            // shared row stride (floats): eleven float4
-#define NQ 11                            // float4 per row
+#define FR 44                            // feature rows of an activation array (41 live, 3 zero)
+#define WS 48                            // row stride of a shared weight copy (41 live, 7 zero)
+#define WSZ (HF * WS)                    // floats per shared weight copy (41 rows)
 #define NCLS 10                          // classes
 #define DIM 82                           // lifted features
+#define HN 88                            // row stride of the shared head (halves at 0 and 44)
 #define NWT (HF * HF)                    // floats per branch weight in the state vector
 #define HEAD_OFF (4 * NWT)               // head.weight (10 x 82) in the state vector
 #define BIAS_OFF (HEAD_OFF + NCLS * DIM) // head.bias (10)
 #define NSTATE (BIAS_OFF + NCLS)         // 7554
-#define WS (HS * HS)                     // shared floats per branch weight
-#define SHEAD (4 * WS)                   // shared head (10 x 88)
-#define SBIAS (SHEAD + NCLS * 2 * HS)    // shared bias
-#define SSTATE (SBIAS + 12)              // shared floats per state copy (a multiple of 4)
+#define OWN 0                            // shared: Wn[b][o][i]
+#define OWT (4 * WSZ)                    // Wt[b][i][o]
+#define OHN (8 * WSZ)                    // Hn[c][88]
+#define OHT (OHN + NCLS * HN)            // Ht[f][10]
+#define OB (OHT + DIM * NCLS)            // bias
+#define PSZ (OB + 12)                    // shared floats of the parameter state (a multiple of 4)
+#define NWG 6                            // warps that take weight gradients
+#define NHG 4                            // warps that take the head's gradients
 #define TIMED_OUT (1u << 30)
 
-#ifndef NGRP
-#define NGRP 8
+#ifndef NW
+#define NW 12
 #endif
-#define NT (HS * NGRP)
+#define NT (32 * NW)
 #ifndef G
 #define G 8
 #endif
 #ifndef ROWS
 #define ROWS 16
 #endif
-#define RB ((ROWS + NGRP - 1) / NGRP)    // rows per thread
-#define RA (RB * NGRP)                   // rows allocated per activation array
+#define RP (((ROWS + 31) / 32) * 32)     // rows of an activation array
+#define RS (RP + 4)                      // its feature-row stride
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#if SPLIT
+#define CHUNK ((NSTATE + G - 1) / G)     // state entries a block updates
+#else
+#define CHUNK NSTATE
+#endif
+#define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
 #ifndef QB
 #define QB 64
 #endif
-#define QRB ((QB + NGRP - 1) / NGRP)
-#define QRA (QRB * NGRP)
+#define QRP (((QB + 31) / 32) * 32)
+#define QRS (QRP + 4)
 
 __device__ __forceinline__ float relu(float x) { return x > 0.0f ? x : 0.0f; }
 
-// Shared offset of state-vector entry k (weights, head, bias).
-__device__ __forceinline__ int spos(int k) {
+// Shared offsets of state-vector entry k: its natural copy (pn) and its transposed copy (pt;
+// the bias has one copy, pt == pn).
+__device__ __forceinline__ void ppos(int k, int& pn, int& pt) {
     if (k < HEAD_OFF) {
-        int b = k / NWT, rem = k - b * NWT, o = rem / HF;
-        return b * WS + o * HS + (rem - o * HF);
+        const int b = k / NWT, rem = k - b * NWT, o = rem / HF, i = rem - o * HF;
+        pn = OWN + b * WSZ + o * WS + i;
+        pt = OWT + b * WSZ + i * WS + o;
+    } else if (k < BIAS_OFF) {
+        const int rem = k - HEAD_OFF, c = rem / DIM, j = rem - c * DIM;
+        pn = OHN + c * HN + (j < HF ? j : j + 3);
+        pt = OHT + j * NCLS + c;
+    } else {
+        pn = OB + (k - BIAS_OFF);
+        pt = pn;
     }
-    if (k < BIAS_OFF) {
-        int rem = k - HEAD_OFF, c = rem / DIM, j = rem - c * DIM;
-        return SHEAD + c * 2 * HS + (j < HF ? j : HS + j - HF);
-    }
-    return SBIAS + (k - BIAS_OFF);
 }
 
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -99,12 +122,18 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
     return v;
 }
 
-// Wait until *sync reaches target, having added this block's arrival (release), then acquire.
-__device__ void grid_barrier(unsigned* sync, unsigned target, unsigned spin_limit) {
+// This block's arrival at a grid barrier: every thread's earlier writes, then (release) the counter.
+__device__ __forceinline__ void barrier_arrive(unsigned* sync) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(sync, 1u);
+    }
+}
+
+// Wait until *sync reaches target (acquire); then the whole block goes on.
+__device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, unsigned spin_limit) {
+    if (threadIdx.x == 0) {
         unsigned seen = load_acquire(sync);
         unsigned spins = 0;
         while (seen < target && spins < spin_limit) {
@@ -117,129 +146,257 @@ __device__ void grid_barrier(unsigned* sync, unsigned target, unsigned spin_limi
     __syncthreads();
 }
 
-__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
-    acc = fmaf(a.x, b.x, acc);
-    acc = fmaf(a.y, b.y, acc);
-    acc = fmaf(a.z, b.z, acc);
-    return fmaf(a.w, b.w, acc);
-}
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float at4(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
 
-// acc[j] = sum over the 44 columns of src row (g + NGRP * j) times w (eleven float4 in registers), j < NR.
-template <int NR>
-__device__ __forceinline__ void rows_dot(float* acc, const float* src, const float4* w, int g) {
+// c[m][r] = sum_{k < K} A[k * AST + m0 + m] * B[k * BST + r0 + r], k ascending (m, r < 4).
+template <int K, int AST, int BST>
+__device__ __forceinline__ void tile4(float (&c)[4][4], const float* A, int m0, const float* B, int r0) {
 #pragma unroll
-    for (int j = 0; j < NR; ++j) acc[j] = 0.0f;
+    for (int m = 0; m < 4; ++m)
 #pragma unroll
-    for (int q = 0; q < NQ; ++q) {
+        for (int r = 0; r < 4; ++r) c[m][r] = 0.0f;
+#pragma unroll 8
+    for (int k = 0; k < K; ++k) {
+        const float4 a = ld4(A + k * AST + m0), b = ld4(B + k * BST + r0);
 #pragma unroll
-        for (int j = 0; j < NR; ++j) acc[j] = dot4(reinterpret_cast<const float4*>(src + (g + NGRP * j) * HS)[q], w[q], acc[j]);
+        for (int m = 0; m < 4; ++m)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) c[m][r] = fmaf(at4(a, m), at4(b, r), c[m][r]);
     }
 }
 
-// Lift rows: x (81 raw pixels) -> left = 4x[0..40] - 0.5, right = 4x[41..80] - 0.5 and a zero,
-// as is (L, R) and through relu (RL, RR).
-template <int NROWS>
+// A warp's lanes as 4 x 8: lane bits 1, 2 pick one of 4 (lane_a), bits 0, 3, 4 one of 8 (lane_b), so
+// that an operand read by lane_a alone is the same for lanes n and n^1 and one read by lane_b alone
+// the same for lanes n and n^2: the pairs whose float4 reads share the bank wavefronts.
+__device__ __forceinline__ int lane_a() { return (threadIdx.x >> 1) & 3; }
+__device__ __forceinline__ int lane_b() { return (threadIdx.x & 1) | ((threadIdx.x >> 2) & 6); }
+
+// Warp task t of a 44-feature output over X rows (3 feature groups x X/32 row blocks): this lane's
+// feature tile mt (none past 10) and first row r0; false when the lane or its row block is idle.
+template <int X>
+__device__ __forceinline__ bool row_task(int t, int nr, int& mt, int& r0) {
+    const int rb = t / 3;
+    mt = 4 * (t - 3 * rb) + lane_a();
+    r0 = 32 * rb + 4 * lane_b();
+    return mt < 11 && 32 * rb < nr;
+}
+
+// act[o][r] (+ or -)= alpha * sum_i Wt[i][o] src[i][r]; ract = relu(act). src: a relu'd half.
+template <int X, bool ADD>
+__device__ __forceinline__ void branch_task(float* act, float* ract, const float* src, const float* Wt, float alpha,
+                                            int t, int nr) {
+    int mt, r0;
+    if (!row_task<X>(t, nr, mt, r0)) return;
+    float c[4][4];
+    tile4<HF, WS, X + 4>(c, Wt, 4 * mt, src, r0);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        float4* a4 = reinterpret_cast<float4*>(act + (4 * mt + m) * (X + 4) + r0);
+        float4 v = *a4;
+        v.x = ADD ? v.x + c[m][0] * alpha : v.x - c[m][0] * alpha;
+        v.y = ADD ? v.y + c[m][1] * alpha : v.y - c[m][1] * alpha;
+        v.z = ADD ? v.z + c[m][2] * alpha : v.z - c[m][2] * alpha;
+        v.w = ADD ? v.w + c[m][3] * alpha : v.w - c[m][3] * alpha;
+        *a4 = v;
+        *reinterpret_cast<float4*>(ract + (4 * mt + m) * (X + 4) + r0) =
+            make_float4(relu(v.x), relu(v.y), relu(v.z), relu(v.w));
+    }
+}
+
+// dacc[i][r] += alpha * sum_o Wn[o][i] d[o][r] where leaf[i][r] > 0 (the leaf's gradient;
+// relu(h) > 0 exactly where h > 0).
+__device__ __forceinline__ void leaf_task(float* dacc, const float* d, const float* leaf, const float* Wn, float alpha,
+                                          int t, int nr) {
+    int mt, r0;
+    if (!row_task<RP>(t, nr, mt, r0)) return;
+    float c[4][4];
+    tile4<HF, WS, RS>(c, Wn, 4 * mt, d, r0);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const float4 h = ld4(leaf + (4 * mt + m) * RS + r0);
+        float4* a4 = reinterpret_cast<float4*>(dacc + (4 * mt + m) * RS + r0);
+        float4 v = *a4;
+        if (h.x > 0.0f) v.x += c[m][0] * alpha;
+        if (h.y > 0.0f) v.y += c[m][1] * alpha;
+        if (h.z > 0.0f) v.z += c[m][2] * alpha;
+        if (h.w > 0.0f) v.w += c[m][3] * alpha;
+        *a4 = v;
+    }
+}
+
+// grad[o][i] = alpha * sum_{r < nr4} d[o][r] leafr[i][r] (partial, global memory, 41 x 41 row-major):
+// warp task w < 6 (3 x 2 blocks of 4 x 8 lane tiles); a lane takes o in {ot + 11a}, i in {it + 11b},
+// a, b < 4, for ot, it < 11.
+__device__ __forceinline__ void weight_task(float* grad, const float* d, const float* leafr, int nr4, float alpha,
+                                            int w) {
+    const int ot = 4 * (w % 3) + lane_a(), it = 8 * (w / 3) + lane_b();
+    if (ot >= 11 || it >= 11) return;
+    float c[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) c[a][b] = 0.0f;
+#pragma unroll 2
+    for (int r = 0; r < nr4; r += 4) {
+        float4 dv[4], hv[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            dv[j] = ld4(d + (ot + 11 * j) * RS + r);
+            hv[j] = ld4(leafr + (it + 11 * j) * RS + r);
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int a = 0; a < 4; ++a)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) c[a][b] = fmaf(at4(dv[a], q), at4(hv[b], q), c[a][b]);
+    }
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int o = ot + 11 * a, i = it + 11 * b;
+            if (o < HF && i < HF) grad[o * HF + i] = c[a][b] * alpha;
+        }
+}
+
+// Head: its partial gradient gh[c][j] = sum_{r < nr4} g[c][r] half[j][r] (lane tiles of classes
+// {ct, ct + 5} x features {fj + 11b} of one half; 110 tiles over warps 0..3) and the bias's
+// sum_r g[c][r] (lanes of warp 3 past the tiles).
+__device__ __forceinline__ void head_task(float* gp, const float* Zt, const float* L, const float* R, int nr4, int w) {
+    const int tile = 32 * w + (threadIdx.x & 31);
+    if (tile >= 110) {
+        const int c = tile - 110;
+        if (c < NCLS) {
+            float acc = 0.0f;
+            for (int r = 0; r < nr4; r += 4) {
+                const float4 z = ld4(Zt + c * RS + r);
+                acc += z.x;
+                acc += z.y;
+                acc += z.z;
+                acc += z.w;
+            }
+            gp[BIAS_OFF + c] = acc;
+        }
+        return;
+    }
+    const int ct = tile % 5, ft = tile / 5, h = ft / 11, fj = ft - 11 * h;
+    const float* src = h ? R : L;
+    float c[2][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) c[a][b] = 0.0f;
+#pragma unroll 2
+    for (int r = 0; r < nr4; r += 4) {
+        float4 zv[2], hv[4];
+#pragma unroll
+        for (int a = 0; a < 2; ++a) zv[a] = ld4(Zt + (ct + 5 * a) * RS + r);
+#pragma unroll
+        for (int b = 0; b < 4; ++b) hv[b] = ld4(src + (fj + 11 * b) * RS + r);
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int a = 0; a < 2; ++a)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) c[a][b] = fmaf(at4(zv[a], q), at4(hv[b], q), c[a][b]);
+    }
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int j = fj + 11 * b;
+            if (j < HF) gp[HEAD_OFF + (ct + 5 * a) * DIM + h * HF + j] = c[a][b];
+        }
+}
+
+// The core's upstream gradients: dL[j][r] = sum_c Hn[c][j] g[c][r], dR likewise from columns 44..,
+// c ascending. Task t: half t % 2, then as row_task.
+__device__ __forceinline__ void upstream_task(float* dL, float* dR, const float* Zt, const float* Hn, int t, int nr) {
+    int mt, r0;
+    const int h = t & 1;
+    if (!row_task<RP>(t >> 1, nr, mt, r0)) return;
+    float c[4][4];
+    tile4<NCLS, HN, RS>(c, Hn + 44 * h, 4 * mt, Zt, r0);
+    float* dst = h ? dR : dL;
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+        *reinterpret_cast<float4*>(dst + (4 * mt + m) * RS + r0) = make_float4(c[m][0], c[m][1], c[m][2], c[m][3]);
+}
+
+// Logits Zt[c][r] = (sum_j Ht[j][c] L[j][r] + sum_j Ht[41 + j][c] R[j][r]) + b[c], j ascending; lane
+// tiles of classes {2ct, 2ct + 1} x 4 rows, over every thread.
+template <int X>
+__device__ __forceinline__ void logits(float* Zt, const float* L, const float* R, const float* P, int nr) {
+    for (int tile = threadIdx.x; tile < 5 * (X / 4); tile += NT) {
+        const int ct = tile / (X / 4), r0 = 4 * (tile - ct * (X / 4));
+        if (r0 >= nr) continue;
+        float a[2][4], b[2][4];
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) a[m][r] = b[m][r] = 0.0f;
+#pragma unroll 4
+        for (int j = 0; j < HF; ++j) {
+            const float4 l = ld4(L + j * (X + 4) + r0), rr = ld4(R + j * (X + 4) + r0);
+            const float* hl = P + OHT + j * NCLS + 2 * ct;
+            const float* hr = P + OHT + (HF + j) * NCLS + 2 * ct;
+#pragma unroll
+            for (int m = 0; m < 2; ++m)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    a[m][r] = fmaf(hl[m], at4(l, r), a[m][r]);
+                    b[m][r] = fmaf(hr[m], at4(rr, r), b[m][r]);
+                }
+        }
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+            *reinterpret_cast<float4*>(Zt + (2 * ct + m) * (X + 4) + r0) =
+                make_float4(a[m][0] + b[m][0] + P[OB + 2 * ct + m], a[m][1] + b[m][1] + P[OB + 2 * ct + m],
+                            a[m][2] + b[m][2] + P[OB + 2 * ct + m], a[m][3] + b[m][3] + P[OB + 2 * ct + m]);
+    }
+}
+
+// Lift rows: raw pixels x (81 per row) -> L[j][r] = 4x[j] - 0.5, R[j][r] = 4x[41 + j] - 0.5 and a
+// zero, as is and through relu; zero for features past 41 and rows r >= nr (all X rows written).
+template <int X>
 __device__ __forceinline__ void lift(float* L, float* R, float* RL, float* RR, const float* __restrict__ raw,
                                      const int* rows, int nr) {
-    for (int k = threadIdx.x; k < nr * HF; k += NT) {
-        int r = k / HF, i = k - r * HF;
-        const float* x = raw + (long long)rows[r] * (DIM - 1);
-        float l = x[i] * 4.0f - 0.5f;
-        float rr = i < HF - 1 ? x[HF + i] * 4.0f - 0.5f : 0.0f;
-        L[r * HS + i] = l;
-        R[r * HS + i] = rr;
-        RL[r * HS + i] = relu(l);
-        RR[r * HS + i] = relu(rr);
+    for (int e = threadIdx.x; e < FR * X; e += NT) {
+        const int j = e / X, r = e - j * X;
+        float l = 0.0f, rr = 0.0f;
+        if (r < nr && j < HF) {
+            const float* x = raw + (long long)rows[r] * (DIM - 1);
+            l = x[j] * 4.0f - 0.5f;
+            rr = j < HF - 1 ? x[HF + j] * 4.0f - 0.5f : 0.0f;
+        }
+        const int at = j * (X + 4) + r;
+        L[at] = l;
+        R[at] = rr;
+        RL[at] = relu(l);
+        RR[at] = relu(rr);
     }
 }
 
-// Rows g, g + NGRP, ... (NR per thread) of act[r][o] += SIGN * alpha * sum_i rsrc[r][i] W[o][i];
-// ract[r][o] = relu(act[r][o]). Thread (o, g) keeps W's row o in registers. Rows >= nr are read
-// (finite leftovers) but not written.
-template <int NR, bool ADD>
-__device__ __forceinline__ void branch_rows(float* act, float* ract, const float* rsrc, const float* W, int nr,
-                                            float alpha) {
-    const int o = threadIdx.x % HS, g = threadIdx.x / HS;
-    float4 w[NQ];
-    const float4* wr = reinterpret_cast<const float4*>(W + o * HS);
-#pragma unroll
-    for (int q = 0; q < NQ; ++q) w[q] = wr[q];
-    float acc[NR];
-    rows_dot<NR>(acc, rsrc, w, g);
-    if (o < HF) {
-#pragma unroll
-        for (int j = 0; j < NR; ++j) {
-            int r = g + NGRP * j;
-            if (r < nr) {
-                float v = ADD ? act[r * HS + o] + acc[j] * alpha : act[r * HS + o] - acc[j] * alpha;
-                act[r * HS + o] = v;
-                ract[r * HS + o] = relu(v);
-            }
-        }
-    }
+// Rows of this block in a step of count rows.
+__device__ __forceinline__ int block_rows(int count) {
+    const int nr = count - blockIdx.x * ROWS;
+    return nr < 0 ? 0 : (nr > ROWS ? ROWS : nr);
 }
 
-// Rows of dacc[r][i] += alpha * sum_o d[r][o] W[o][i] where rleaf[r][i] > 0 (the leaf's gradient;
-// relu(h) > 0 exactly where h > 0). Thread (i, g) keeps W's column i in registers.
-template <int NR>
-__device__ __forceinline__ void leaf_rows(float* dacc, const float* d, const float* rleaf, const float* W, int nr,
-                                          float alpha) {
-    const int i = threadIdx.x % HS, g = threadIdx.x / HS;
-    float4 w[NQ];
-#pragma unroll
-    for (int q = 0; q < NQ; ++q)
-        w[q] = make_float4(W[(4 * q) * HS + i], W[(4 * q + 1) * HS + i], W[(4 * q + 2) * HS + i],
-                           W[(4 * q + 3) * HS + i]);
-    float acc[NR];
-    rows_dot<NR>(acc, d, w, g);
-    if (i < HF) {
-#pragma unroll
-        for (int j = 0; j < NR; ++j) {
-            int r = g + NGRP * j;
-            if (r < nr && rleaf[r * HS + i] > 0.0f) dacc[r * HS + i] += acc[j] * alpha;
-        }
+// Rows (training indices) and labels of block b's part of step s.
+__device__ __forceinline__ int step_rows(int* rows, int* labs, const long long* __restrict__ orders,
+                                         const long long* __restrict__ labels, int s, int nb, int n_train, int batch) {
+    const int e = s / nb, first = (s - e * nb) * batch;
+    const int count = n_train - first < batch ? n_train - first : batch;
+    const int nr = block_rows(count);
+    for (int r = threadIdx.x; r < nr; r += NT) {
+        const long long ix = orders[(long long)e * n_train + first + blockIdx.x * ROWS + r];
+        rows[r] = (int)ix;
+        labs[r] = (int)labels[ix];
     }
-}
-
-// grad[o][i] = alpha * sum_{r < nr} d[r][o] rleaf[r][i] (partial, global memory, 41 x 41 row-major):
-// item (q, o) gives i = 4q .. 4q+3.
-__device__ __forceinline__ void weight_grad(float* grad, const float* d, const float* rleaf, int nr, float alpha) {
-    for (int item = threadIdx.x; item < NQ * HF; item += NT) {
-        const int q = item / HF, o = item - q * HF;
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int r = 0; r < nr; ++r) {
-            const float dv = d[r * HS + o];
-            const float4 h = reinterpret_cast<const float4*>(rleaf + r * HS)[q];
-            acc.x = fmaf(dv, h.x, acc.x);
-            acc.y = fmaf(dv, h.y, acc.y);
-            acc.z = fmaf(dv, h.z, acc.z);
-            acc.w = fmaf(dv, h.w, acc.w);
-        }
-        float* out = grad + o * HF + 4 * q;
-        out[0] = acc.x * alpha;
-        if (4 * q + 1 < HF) {   // the last quad holds column 40 only
-            out[1] = acc.y * alpha;
-            out[2] = acc.z * alpha;
-            out[3] = acc.w * alpha;
-        }
-    }
-}
-
-// Logits z[r][c] = l[r]·HL[c] + r[r]·HR[c] + b[c] for r < nr.
-__device__ __forceinline__ void logits(float* Z, const float* L, const float* R, const float* P, int nr) {
-    for (int k = threadIdx.x; k < nr * NCLS; k += NT) {
-        const int r = k / NCLS, c = k - r * NCLS;
-        const float4* hl = reinterpret_cast<const float4*>(P + SHEAD + c * 2 * HS);
-        const float4* l4 = reinterpret_cast<const float4*>(L + r * HS);
-        const float4* r4 = reinterpret_cast<const float4*>(R + r * HS);
-        float a = 0.0f, b = 0.0f;
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-            a = dot4(l4[q], hl[q], a);
-            b = dot4(r4[q], hl[NQ + q], b);
-        }
-        Z[k] = a + b + P[SBIAS + c];
-    }
+    return count;
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
@@ -249,147 +406,162 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             int batch, float alpha, float momentum, float neg_lr, float weight_decay, unsigned spin_limit) {
     extern __shared__ float4 sm4[];
     float* sm = reinterpret_cast<float*>(sm4);
-    float* P = sm;                  // parameters (SSTATE, shared layout)
-    float* V = P + SSTATE;          // velocities
-    float* L = V + SSTATE;          // left half of the rows (RA x 44), as is
-    float* R = L + RA * HS;         // right half
-    float* RL = R + RA * HS;        // relu(left), relu(right)
-    float* RR = RL + RA * HS;
-    float* dL = RR + RA * HS;       // gradients of the halves
-    float* dR = dL + RA * HS;
-    float* Z = dR + RA * HS;        // logits, then the loss gradient (ROWS x 10)
-    int* rows = reinterpret_cast<int*>(Z + ROWS * NCLS);
+    float* P = sm;                  // parameters, both copies (PSZ)
+    float* L = P + PSZ;             // left half (FR x RS), as is
+    float* R = L + FR * RS;         // right half
+    float* RL = R + FR * RS;        // relu(left), relu(right)
+    float* RR = RL + FR * RS;
+    float* dL = RR + FR * RS;       // gradients of the halves
+    float* dR = dL + FR * RS;
+    float* Zt = dR + FR * RS;       // logits, then the loss gradient (10 x RS)
+    int* rows = reinterpret_cast<int*>(Zt + NCLS * RS);
     int* labs = rows + ROWS;
-    const int b = blockIdx.x;
-    // reset: zero everything (padding stays zero), then the initial parameters
-    for (int k = threadIdx.x; k < 2 * SSTATE + 6 * RA * HS; k += NT) sm[k] = 0.0f;
+    const int b = blockIdx.x, warp = threadIdx.x >> 5;
+    // reset: zero everything (padding stays zero), velocities zero, then the initial parameters
+    for (int k = threadIdx.x; k < PSZ + 6 * FR * RS + NCLS * RS; k += NT) sm[k] = 0.0f;
+    float vr[VR];
+#pragma unroll
+    for (int j = 0; j < VR; ++j) vr[j] = 0.0f;
     __syncthreads();
-    for (int k = threadIdx.x; k < NSTATE; k += NT) P[spos(k)] = init[k];
-    __syncthreads();
+    for (int k = threadIdx.x; k < NSTATE; k += NT) {
+        int pn, pt;
+        ppos(k, pn, pt);
+        P[pn] = init[k];
+        P[pt] = init[k];
+    }
     const int nb = (n_train + batch - 1) / batch;
     const int steps = epochs * nb;
 #if SPLIT
-    const int chunk = (NSTATE + G - 1) / G;
-    const int lo = b * chunk < NSTATE ? b * chunk : NSTATE;
-    const int hi = lo + chunk < NSTATE ? lo + chunk : NSTATE;
+    const int lo = b * CHUNK < NSTATE ? b * CHUNK : NSTATE;
+#else
+    const int lo = 0;
 #endif
-    for (int s = 0; s < steps; ++s) {
-        const int e = s / nb;
-        const int first = (s - e * nb) * batch;
-        const int count = n_train - first < batch ? n_train - first : batch;
-        const int r0 = b * ROWS;
-        int nr = count - r0;
-        nr = nr < 0 ? 0 : (nr > ROWS ? ROWS : nr);
-        for (int r = threadIdx.x; r < nr; r += NT) {
-            long long ix = orders[(long long)e * n_train + first + r0 + r];
-            rows[r] = (int)ix;
-            labs[r] = (int)labels[ix];
-        }
-        __syncthreads();
-        lift<ROWS>(L, R, RL, RR, raw, rows, nr);
-        __syncthreads();
-        branch_rows<RB, true>(L, RL, RR, P, nr, alpha);            // l1 = l0 + f(r0; W0)
-        __syncthreads();
-        branch_rows<RB, true>(R, RR, RL, P + WS, nr, alpha);       // r1 = r0 + f(l1; W1)
-        __syncthreads();
-        branch_rows<RB, true>(L, RL, RR, P + 2 * WS, nr, alpha);   // l2 = l1 + f(r1; W2)
-        __syncthreads();
-        branch_rows<RB, true>(R, RR, RL, P + 3 * WS, nr, alpha);   // r2 = r1 + f(l2; W3)
-        __syncthreads();
-        logits(Z, L, R, P, nr);
+    const int hi = lo + CHUNK < NSTATE ? lo + CHUNK : NSTATE;
+    int count = step_rows(rows, labs, orders, labels, 0, nb, n_train, batch);
+    __syncthreads();
+    lift<RP>(L, R, RL, RR, raw, rows, block_rows(count));
+    __syncthreads();
+    for (int s = 0; s < steps; ++s) {   // the step's rows are lifted (before the loop, or at the last barrier)
+        const int nr = block_rows(count), nr4 = (nr + 3) & ~3;
+        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT, alpha, t, nr);
+        __syncthreads();   // l1 = l0 + f(r0; W0)
+        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
+        __syncthreads();   // r1 = r0 + f(l1; W1)
+        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
+        __syncthreads();   // l2 = l1 + f(r1; W2)
+        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
+        __syncthreads();   // r2 = r1 + f(l2; W3)
+        logits<RP>(Zt, L, R, P, nr);
         __syncthreads();
         const float inv = (float)count;
-        for (int r = threadIdx.x; r < nr; r += NT) {   // mean cross-entropy gradient (softmax - onehot) / count
-            float* z = Z + r * NCLS;
-            float m = z[0];
-            for (int c = 1; c < NCLS; ++c) m = fmaxf(m, z[c]);
-            float sum = 0.0f;
-            for (int c = 0; c < NCLS; ++c) sum += expf(z[c] - m);
-            const float log_sum = logf(sum);
-            for (int c = 0; c < NCLS; ++c) z[c] = (expf((z[c] - m) - log_sum) - (c == labs[r] ? 1.0f : 0.0f)) / inv;
+        for (int r = threadIdx.x; r < RP; r += NT) {   // mean cross-entropy gradient (softmax - onehot) / count
+            if (r < nr) {
+                float m = Zt[r];
+                for (int c = 1; c < NCLS; ++c) m = fmaxf(m, Zt[c * RS + r]);
+                float sum = 0.0f;
+                for (int c = 0; c < NCLS; ++c) sum += expf(Zt[c * RS + r] - m);
+                const float log_sum = logf(sum);
+                const int y = labs[r];
+                for (int c = 0; c < NCLS; ++c)
+                    Zt[c * RS + r] = (expf((Zt[c * RS + r] - m) - log_sum) - (c == y ? 1.0f : 0.0f)) / inv;
+            } else {
+                for (int c = 0; c < NCLS; ++c) Zt[c * RS + r] = 0.0f;
+            }
         }
         __syncthreads();
         float* gp = part + ((long long)(s & 1) * G + b) * NSTATE;
-        // head: its gradient (partial) and the core's upstream gradients dL = g·HL, dR = g·HR
-        for (int k = threadIdx.x; k < NCLS * DIM; k += NT) {
-            const int c = k / DIM, j = k - c * DIM;
-            const float* src = j < HF ? L + j : R + (j - HF);
-            float acc = 0.0f;
-            for (int r = 0; r < nr; ++r) acc = fmaf(Z[r * NCLS + c], src[r * HS], acc);
-            gp[HEAD_OFF + k] = acc;
-        }
-        for (int c = threadIdx.x; c < NCLS; c += NT) {
-            float acc = 0.0f;
-            for (int r = 0; r < nr; ++r) acc += Z[r * NCLS + c];
-            gp[BIAS_OFF + c] = acc;
-        }
-        for (int k = threadIdx.x; k < nr * 2 * HS; k += NT) {
-            const int r = k / (2 * HS), j = k - r * 2 * HS;
-            float acc = 0.0f;
-#pragma unroll
-            for (int c = 0; c < NCLS; ++c) acc = fmaf(Z[r * NCLS + c], P[SHEAD + c * 2 * HS + j], acc);
-            if (j < HS) dL[r * HS + j] = acc; else dR[r * HS + j - HS] = acc;   // padding: 0 x 0
+        // head and bias partial gradients (warps 0..NHG-1); dL = g·HL, dR = g·HR (the others)
+        if (warp < NHG) head_task(gp, Zt, L, R, nr4, warp);
+        else for (int t = warp - NHG; t < 6 * (RP / 32); t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
+        __syncthreads();
+        // reversible backward: block 1 (W3, W2) then block 0 (W1, W0); per branch the weight's
+        // partial gradient (warps 0..NWG-1), the leaf's gradient and the rebuilt half (the others)
+        if (warp < NWG) weight_task(gp + 3 * NWT, dR, RL, nr4, alpha, warp);              // W3: leaf l2, upstream dR
+        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+            if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t >> 1, nr);   // r1 = r2 - f(l2)
+            else leaf_task(dL, dR, L, P + OWN + 3 * WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
-        // reversible backward: block 1 (W3, W2) then block 0 (W1, W0); per branch the leaf's
-        // gradient, the rebuilt activation and the weight's partial gradient share one phase
-        weight_grad(gp + 3 * NWT, dR, RL, nr, alpha);              // W3: leaf l2, upstream dR
-        leaf_rows<RB>(dL, dR, RL, P + 3 * WS, nr, alpha);
-        branch_rows<RB, false>(R, RR, RL, P + 3 * WS, nr, alpha);  // r1 = r2 - f(l2)
+        if (warp < NWG) weight_task(gp + 2 * NWT, dL, RR, nr4, alpha, warp);              // W2: leaf r1, upstream dL
+        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+            if (t & 1) branch_task<RP, false>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t >> 1, nr);   // l1 = l2 - f(r1)
+            else leaf_task(dR, dL, R, P + OWN + 2 * WSZ, alpha, t >> 1, nr);
+        }
         __syncthreads();
-        weight_grad(gp + 2 * NWT, dL, RR, nr, alpha);              // W2: leaf r1, upstream dL
-        leaf_rows<RB>(dR, dL, RR, P + 2 * WS, nr, alpha);
-        branch_rows<RB, false>(L, RL, RR, P + 2 * WS, nr, alpha);  // l1 = l2 - f(r1)
+        if (warp < NWG) weight_task(gp + NWT, dR, RL, nr4, alpha, warp);                  // W1: leaf l1, upstream dR
+        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+            if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + WSZ, alpha, t >> 1, nr);       // r0 = r1 - f(l1)
+            else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
+        }
         __syncthreads();
-        weight_grad(gp + NWT, dR, RL, nr, alpha);                  // W1: leaf l1, upstream dR
-        leaf_rows<RB>(dL, dR, RL, P + WS, nr, alpha);
-        branch_rows<RB, false>(R, RR, RL, P + WS, nr, alpha);      // r0 = r1 - f(l1)
-        __syncthreads();
-        weight_grad(gp, dL, RR, nr, alpha);                        // W0: leaf r0, upstream dL
+        if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);                        // W0: leaf r0, upstream dL
+        if (s + 1 < steps) count = step_rows(rows, labs, orders, labels, s + 1, nb, n_train, batch);
         const float* pb = part + (long long)(s & 1) * G * NSTATE;
+        int first;   // threadIdx.x, opaque, so that the positions of the update are not kept across steps
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));
+        // the grid barrier; while it waits, the next step's rows are lifted (the activations are free now)
+        barrier_arrive(sync);
+        if (s + 1 < steps) lift<RP>(L, R, RL, RR, raw, rows, block_rows(count));
 #if SPLIT
-        grid_barrier(sync, (unsigned)(2 * s + 1) * G, spin_limit);
-        for (int k = lo + threadIdx.x; k < hi; k += NT) {
-            float g = __ldcg(pb + k);
+        barrier_wait(sync, (unsigned)(2 * s + 1) * G, spin_limit);
 #pragma unroll
-            for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
-            const int at = spos(k);
-            float v = V[at] * momentum + g;
-            v = v + weight_decay * P[at];
-            V[at] = v;
-            pbuf[k] = P[at] + neg_lr * v;
-        }
-        grid_barrier(sync, (unsigned)(2 * s + 2) * G, spin_limit);
-        for (int k = threadIdx.x; k < NSTATE; k += NT) P[spos(k)] = __ldcg(pbuf + k);
-        __syncthreads();
-#else
-        grid_barrier(sync, (unsigned)(s + 1) * G, spin_limit);
-        for (int k = threadIdx.x; k < NSTATE; k += NT) {
-            float g = __ldcg(pb + k);
+        for (int j = 0; j < VR; ++j) {
+            const int k = lo + first + j * NT;
+            if (k < hi) {
+                float g = __ldcg(pb + k);
 #pragma unroll
-            for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
-            const int at = spos(k);
-            float v = V[at] * momentum + g;
-            v = v + weight_decay * P[at];
-            V[at] = v;
-            P[at] = P[at] + neg_lr * v;
+                for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
+                int pn, pt;
+                ppos(k, pn, pt);
+                float v = vr[j] * momentum + g;
+                v = v + weight_decay * P[pn];
+                vr[j] = v;
+                pbuf[k] = P[pn] + neg_lr * v;
+            }
         }
-        __syncthreads();
-#endif
-    }
-#if SPLIT
-    for (int k = lo + threadIdx.x; k < hi; k += NT) {
-        params_out[k] = P[spos(k)];
-        vel_out[k] = V[spos(k)];
-    }
-#else
-    if (b == 0) {
+        barrier_arrive(sync);
+        barrier_wait(sync, (unsigned)(2 * s + 2) * G, spin_limit);
         for (int k = threadIdx.x; k < NSTATE; k += NT) {
-            params_out[k] = P[spos(k)];
-            vel_out[k] = V[spos(k)];
+            int pn, pt;
+            ppos(k, pn, pt);
+            const float p = __ldcg(pbuf + k);
+            P[pn] = p;
+            P[pt] = p;
+        }
+#else
+        barrier_wait(sync, (unsigned)(s + 1) * G, spin_limit);
+#pragma unroll
+        for (int j = 0; j < VR; ++j) {
+            const int k = first + j * NT;
+            if (k < NSTATE) {
+                float g = __ldcg(pb + k);
+#pragma unroll
+                for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
+                int pn, pt;
+                ppos(k, pn, pt);
+                float v = vr[j] * momentum + g;
+                v = v + weight_decay * P[pn];
+                vr[j] = v;
+                const float p = P[pn] + neg_lr * v;
+                P[pn] = p;
+                P[pt] = p;
+            }
+        }
+#endif
+        __syncthreads();
+    }
+    if (SPLIT || b == 0) {
+#pragma unroll
+        for (int j = 0; j < VR; ++j) {
+            const int k = lo + threadIdx.x + j * NT;
+            if (k < hi) {
+                int pn, pt;
+                ppos(k, pn, pt);
+                params_out[k] = P[pn];
+                vel_out[k] = vr[j];
+            }
         }
     }
-#endif
 }
 
 extern "C" __global__ void __launch_bounds__(NT)
@@ -398,38 +570,43 @@ rev88_predict(const float* __restrict__ params, const float* __restrict__ raw_qu
     extern __shared__ float4 sm4[];
     float* sm = reinterpret_cast<float*>(sm4);
     float* P = sm;
-    float* L = P + SSTATE;
-    float* R = L + QRA * HS;
-    float* RL = R + QRA * HS;
-    float* RR = RL + QRA * HS;
-    float* Z = RR + QRA * HS;
-    int* rows = reinterpret_cast<int*>(Z + QB * NCLS);
-    const int q0 = blockIdx.x * QB;
+    float* L = P + PSZ;
+    float* R = L + FR * QRS;
+    float* RL = R + FR * QRS;
+    float* RR = RL + FR * QRS;
+    float* Zt = RR + FR * QRS;
+    int* rows = reinterpret_cast<int*>(Zt + NCLS * QRS);
+    const int q0 = blockIdx.x * QB, warp = threadIdx.x >> 5;
     int nr = n_query - q0;
     nr = nr > QB ? QB : nr;
-    for (int k = threadIdx.x; k < SSTATE + 4 * QRA * HS; k += NT) sm[k] = 0.0f;
+    for (int k = threadIdx.x; k < PSZ + 4 * FR * QRS + NCLS * QRS; k += NT) sm[k] = 0.0f;
     __syncthreads();
-    for (int k = threadIdx.x; k < NSTATE; k += NT) P[spos(k)] = params[k];
+    for (int k = threadIdx.x; k < NSTATE; k += NT) {
+        int pn, pt;
+        ppos(k, pn, pt);
+        P[pt] = params[k];
+        P[pn] = params[k];
+    }
     for (int r = threadIdx.x; r < nr; r += NT) rows[r] = q0 + r;
     __syncthreads();
-    lift<QB>(L, R, RL, RR, raw_query, rows, nr);
+    lift<QRP>(L, R, RL, RR, raw_query, rows, nr);
     __syncthreads();
-    branch_rows<QRB, true>(L, RL, RR, P, nr, alpha);
+    for (int t = warp; t < 3 * (QRP / 32); t += NW) branch_task<QRP, true>(L, RL, RR, P + OWT, alpha, t, nr);
     __syncthreads();
-    branch_rows<QRB, true>(R, RR, RL, P + WS, nr, alpha);
+    for (int t = warp; t < 3 * (QRP / 32); t += NW) branch_task<QRP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
     __syncthreads();
-    branch_rows<QRB, true>(L, RL, RR, P + 2 * WS, nr, alpha);
+    for (int t = warp; t < 3 * (QRP / 32); t += NW) branch_task<QRP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
     __syncthreads();
-    branch_rows<QRB, true>(R, RR, RL, P + 3 * WS, nr, alpha);
+    for (int t = warp; t < 3 * (QRP / 32); t += NW) branch_task<QRP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
     __syncthreads();
-    logits(Z, L, R, P, nr);
+    logits<QRP>(Zt, L, R, P, nr);
     __syncthreads();
     for (int r = threadIdx.x; r < nr; r += NT) {
-        const float* z = Z + r * NCLS;
         int best = 0;
         for (int c = 0; c < NCLS; ++c) {
-            scores[(long long)(q0 + r) * NCLS + c] = z[c];
-            if (z[c] > z[best]) best = c;
+            const float z = Zt[c * QRS + r];
+            scores[(long long)(q0 + r) * NCLS + c] = z;
+            if (z > Zt[best * QRS + r]) best = c;
         }
         predictions[q0 + r] = best;
     }

@@ -5,11 +5,12 @@ by NVRTC through CuPy's :class:`cupy.RawModule`. Same model, initialisation, epo
 resident inputs as :class:`bundle.fused_learner.FusedTask` (this class derives from it and shares
 its preparation, hashes and outputs); what differs is the kernels:
 
-* training, ``rev88_train``: one launch of G blocks (``ctas``), each keeping a whole
-  copy of the 7,554 parameters and velocities and its rows' activations in shared memory (41-wide
-  halves in rows of 44 floats, 41 x 41 weights in 44 x 44 tiles, where the Triton kernels pad to
-  64), register-blocked scalar float32 FMAs; per step a partial gradient per block in global memory,
-  a grid barrier, then the G partials summed in block order (every block for its own copy, or with
+* training, ``rev88_train``: one launch of G blocks (``ctas``) of 32 x ``warps`` threads, each
+  keeping a whole copy of the 7,554 parameters (every weight twice, as is and transposed) and its
+  rows' activations in shared memory, feature-major (44 feature rows of the rows rounded up to 32,
+  plus 4); velocities in registers; products as 4 x 4 register tiles of scalar float32 FMAs, a warp
+  per 16 features x 32 rows; per step a partial gradient per block in global memory, a grid
+  barrier, then the G partials summed in block order (every block for its own copy, or with
   ``split`` each block a slice, published through global memory at a second barrier);
 * prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.
 
@@ -42,17 +43,16 @@ from bundle.learner import FROZEN_CONFIG, HALF, INPUT_KEYS, normalise_config, va
 KERNEL_TOOL = "cuda"
 KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
 STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
-ROW_STRIDE = 44           # shared floats per activation row (41 live, eleven float4)
-SHARED_STATE = 4 * ROW_STRIDE * ROW_STRIDE + 10 * 2 * ROW_STRIDE + 12   # shared floats per state copy
-GROUPS = 8                # row groups per block: threads = 44 x GROUPS (fused_cuda.cu NGRP)
-THREADS = ROW_STRIDE * GROUPS   # 352 threads per block of both kernels
+FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
+SHARED_PARAMS = 8 * HALF * 48 + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
+WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads
+MIN_WARPS, MAX_WARPS = 7, 16   # six take weight gradients, at least one the rows; 16: 512 threads, 128 registers
 PREDICT_ROWS = 64         # query rows per predict block
 SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (seconds, as the Triton tool's)
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
-MAX_GROUPS = 8            # row groups per block the host accepts (16 made ptxas spill in the predict kernel)
-SPLIT_FROM = 8            # the default split (the fixture's): from this many blocks on (H200, draw 0, the register-blocked kernel:
-                          # G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
+SPLIT_FROM = 8            # the default split (the fixture's): from this many blocks on (H200, draw 0, the first register-blocked
+                          # kernel: G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
                           # docs/measurements/fused-cuda-probe-20261203b)
 
 
@@ -71,21 +71,21 @@ def cupy_versions() -> dict | None:
     return {"cupy": cupy.__version__, "nvrtc": f"{major}.{minor}"}
 
 
-def _allocated_rows(rows: int, groups: int) -> int:
-    return triton_cdiv(rows, groups) * groups
+def row_stride(rows: int) -> int:
+    """Feature-row stride of a shared activation array (floats): rows rounded up to 32, plus 4 (fused_cuda.cu RS)."""
+    return triton_cdiv(rows, 32) * 32 + 4
 
 
-def train_shared_bytes(rows: int, groups: int = GROUPS) -> int:
-    """Dynamic shared memory of one training block (bytes): P and V in the shared layout, six activation
-    arrays (halves as is and through relu, their gradients) of rows rounded up to the groups, logits,
-    row indices and labels (fused_cuda.cu)."""
-    return 4 * (2 * SHARED_STATE + 6 * _allocated_rows(rows, groups) * ROW_STRIDE + rows * 10 + 2 * rows)
+def train_shared_bytes(rows: int) -> int:
+    """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
+    six activation arrays (halves as is and through relu, their gradients), the logits, row indices
+    and labels (fused_cuda.cu)."""
+    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + 2 * rows)
 
 
-def predict_shared_bytes(groups: int = GROUPS) -> int:
+def predict_shared_bytes() -> int:
     """Dynamic shared memory of one predict block (bytes)."""
-    rows = PREDICT_ROWS
-    return 4 * (SHARED_STATE + 4 * _allocated_rows(rows, groups) * ROW_STRIDE + rows * 10 + rows)
+    return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(PREDICT_ROWS) + PREDICT_ROWS)
 
 
 class CudaFusedTask(FusedTask):
@@ -101,7 +101,8 @@ class CudaFusedTask(FusedTask):
         split: False: every block sums all G partials and updates its own state copy (one barrier
             per step); True: each block sums and updates one slice and publishes it (two barriers);
             None (default): True from :data:`SPLIT_FROM` blocks on.
-        groups: row groups per block (threads = 44 x groups), 1 to :data:`MAX_GROUPS`; default :data:`GROUPS`.
+        warps: warps per block (threads = 32 x warps), :data:`MIN_WARPS` to :data:`MAX_WARPS`; default
+            :data:`WARPS`.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
@@ -114,7 +115,7 @@ class CudaFusedTask(FusedTask):
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
-                 ctas: int = 8, split: bool | None = None, groups: int = GROUPS) -> None:
+                 ctas: int = 8, split: bool | None = None, warps: int = WARPS) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -138,15 +139,15 @@ class CudaFusedTask(FusedTask):
         if ctas > props.multi_processor_count:
             raise BundleError(f"ctas={ctas} exceeds the {props.multi_processor_count} SMs of this GPU: the grid "
                               "barrier needs every training block resident at once; use ctas <= the SM count")
-        if isinstance(groups, bool) or not isinstance(groups, int | np.integer) or not 1 <= groups <= MAX_GROUPS:
-            raise BundleError(f"groups must be an int from 1 to {MAX_GROUPS} (got {groups!r})")
-        self.ctas, self.groups = ctas, int(groups)
+        if isinstance(warps, bool) or not isinstance(warps, int | np.integer) or not MIN_WARPS <= warps <= MAX_WARPS:
+            raise BundleError(f"warps must be an int from {MIN_WARPS} to {MAX_WARPS} (got {warps!r})")
+        self.ctas, self.warps = ctas, int(warps)
         self.split = ctas >= SPLIT_FROM if split is None else bool(split)
-        self.threads = ROW_STRIDE * self.groups
+        self.threads = 32 * self.warps
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
-        if train_shared_bytes(self.rows, self.groups) > limit:
-            raise BundleError(f"{self.rows} rows per block need {train_shared_bytes(self.rows, self.groups)} B of "
+        if train_shared_bytes(self.rows) > limit:
+            raise BundleError(f"{self.rows} rows per block need {train_shared_bytes(self.rows)} B of "
                               f"shared memory, over this GPU's {limit} B per block: use more ctas (REV88_FUSED_CTAS)")
         self.device = torch.device(device)
         self.interpreted = False
@@ -163,14 +164,14 @@ class CudaFusedTask(FusedTask):
         self.preparation_seconds = time.perf_counter() - started
 
     def _compile(self, cupy) -> None:
-        options = ("-std=c++14", f"-DNGRP={self.groups}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
+        options = ("-std=c++14", f"-DNW={self.warps}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
                    f"-DSPLIT={int(self.split)}", f"-DQB={PREDICT_ROWS}")
         try:
             module = cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=options)
             self._train_fn = module.get_function("rev88_train")
             self._predict_fn = module.get_function("rev88_predict")
-            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.groups)
-            self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes(self.groups)
+            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows)
+            self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes()
         except Exception as exc:  # CuPy's compile and driver errors have no common base class
             raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
                               f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]})") from None
@@ -188,9 +189,7 @@ class CudaFusedTask(FusedTask):
 
         The G blocks must all be resident at once: G <= the SM count (checked) and at least one block
         fits on every SM (its shared memory is checked against the device's limit), so on an idle GPU
-        every block starts at launch (the header of fused_cuda.cu says "one per SM at most"; with
-        G >= 4 two blocks can fit, which changes nothing here); nothing else may hold the SMs for long
-        meanwhile (a wait gives up after :data:`SPIN_LIMIT` reads and :meth:`barrier_check` reports it).
+        every block starts at launch; nothing else may hold the SMs for long meanwhile (a wait gives up after :data:`SPIN_LIMIT` reads and :meth:`barrier_check` reports it).
         """
         cfg, v, np32 = self.config, self._views, np.float32
         self.barrier_count.zero_()
@@ -201,7 +200,7 @@ class CudaFusedTask(FusedTask):
                  v["raw"], v["labels"], v["orders"], np.int32(self.train_count), np.int32(cfg["epochs"]),
                  np.int32(cfg["batch_size"]), np32(cfg["alpha"]), np32(cfg["momentum"]), np32(-cfg["learning_rate"]),
                  np32(cfg["weight_decay"]), np.uint32(SPIN_LIMIT)),
-                shared_mem=train_shared_bytes(self.rows, self.groups))
+                shared_mem=train_shared_bytes(self.rows))
         self._barrier_expected = self.steps * self.ctas * (2 if self.split else 1)
 
     def predict(self) -> None:
@@ -211,7 +210,7 @@ class CudaFusedTask(FusedTask):
             self._predict_fn(
                 (triton_cdiv(self.test_count, PREDICT_ROWS),), (self.threads,),
                 (v["params"], v["raw_query"], v["scores"], v["predictions"], np.int32(self.test_count),
-                 np.float32(self.config["alpha"])), shared_mem=predict_shared_bytes(self.groups))
+                 np.float32(self.config["alpha"])), shared_mem=predict_shared_bytes())
 
     def barrier_check(self) -> None:
         """Raise if the last training's barrier counter is not steps × blocks × barriers per step (synchronises).

@@ -24,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fused_device  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch is imported)
 
 # (learner, ctas, split) in priority order; learner "fused" is the Triton kernel at its defaults.
-SHAPES = (("cuda", 8, 0), ("cuda", 16, 1), ("cuda", 4, 0), ("cuda", 2, 0), ("cuda", 1, 0), ("cuda", 32, 1),
-          ("cuda", 64, 1), ("cuda4", 4, 0), ("cuda4", 8, 0), ("cuda", 8, 1), ("cuda", 16, 0))
+# "cudaN": N warps per block instead of bundle.fused_cuda.WARPS.
+SHAPES = (("cuda", 1, 0), ("cuda", 2, 0), ("cuda", 4, 0), ("cuda", 8, 0), ("cuda", 8, 1), ("cuda", 16, 1),
+          ("cuda", 3, 0), ("cuda", 6, 0), ("cuda", 32, 1), ("cuda8", 2, 0), ("cuda8", 4, 0), ("cuda16", 1, 0),
+          ("cuda6", 4, 0))
 if os.environ.get("REV88_PROBE_BASELINES"):   # the frozen learner and the Triton default first, same board
     SHAPES = (("frozen", None, None), ("fused", 1, None), *SHAPES)
 DEADLINE_S = float(os.environ.get("REV88_PROBE_DEADLINE", "300"))
@@ -35,11 +37,11 @@ _make_task_triton = fused_device._make_task
 def _make_task(learner: str, inputs: dict, ctas, warps, slices=None):
     if not learner.startswith("cuda"):
         return _make_task_triton(learner, inputs, ctas, warps, slices)
-    from bundle.fused_cuda import GROUPS, CudaFusedTask  # noqa: PLC0415
+    from bundle.fused_cuda import WARPS, CudaFusedTask  # noqa: PLC0415
 
-    groups = int(learner[4:]) if learner[4:] else GROUPS   # "cuda4": 4 row groups per block
+    warps_ = int(learner[4:]) if learner[4:] else WARPS   # "cuda8": 8 warps per block
     return CudaFusedTask(**inputs, device="cuda", ctas=ctas, split=bool(int(os.environ.get("REV88_PROBE_SPLIT", "0"))),
-                         groups=groups)
+                         warps=warps_)
 
 
 fused_device._make_task = _make_task

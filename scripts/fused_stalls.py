@@ -2,13 +2,15 @@
 
 Run from the repository root on a GPU host with ``ncu`` on PATH::
 
-    OUT=$OUT PYTHONPATH=. python3 scripts/fused_stalls.py [--ctas 1,8]
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_stalls.py [--ctas 1,8] [--tool triton|cuda]
 
 For each G a fresh child (``--child G``) prepares draw 0 as a ``FusedTask(ctas=G)`` at the
-learner's defaults and runs one invocation; ``ncu`` profiles its training launch
-(``train_kernel`` for G = 1, ``grid_train_kernel`` otherwise) with the sections that say why warps
+learner's defaults (``--tool cuda``: a :class:`bundle.fused_cuda.CudaFusedTask`) and runs one
+invocation; ``ncu`` profiles its training launch (Triton: ``train_kernel`` for G = 1,
+``grid_train_kernel`` otherwise; CUDA: ``rev88_train``) with the sections that say why warps
 wait (speed of light, compute and memory workload, occupancy, launch statistics, scheduler,
-warp state, source counters). Writes per G ``$OUT/stalls-g<G>.csv`` (``ncu --page details
+warp state, source counters; for CUDA also instruction statistics and the shared-memory table).
+Writes per G ``$OUT/stalls-g<G>.csv`` (CUDA: ``stalls-cuda-g<G>``) (``ncu --page details
 --csv``) and ``$OUT/stalls-g<G>.ncu-rep`` (the report, for ``ncu --import`` or ``ncu_report``),
 and ``$OUT/fused-stalls.json`` (the command lines, exit codes, the board and the tail of any error).
 A measurement for choosing the next kernel design; the verifier does not read it.
@@ -30,17 +32,19 @@ if str(REPO) not in sys.path:
 
 SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats",
             "SchedulerStats", "WarpStateStats", "SourceCounters")
+CUDA_SECTIONS = ("InstructionStats", "MemoryWorkloadAnalysis_Tables")
 TIMEOUT_S = 240.0
 
 
-def child(ctas: int) -> int:
-    """Run draw 0 once with ``ctas`` training programs (the profiled process)."""
+def child(ctas: int, tool: str = "triton") -> int:
+    """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process)."""
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
+    from bundle.fused_cuda import CudaFusedTask  # noqa: PLC0415
     from bundle.fused_learner import FusedTask  # noqa: PLC0415
 
-    task = FusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
+    task = (CudaFusedTask if tool == "cuda" else FusedTask)(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
     task.run()
     torch.cuda.synchronize()
     _, meta = task.outputs()
@@ -48,18 +52,20 @@ def child(ctas: int) -> int:
     return 0
 
 
-def profile(ctas: int, out: Path) -> dict:
+def profile(ctas: int, out: Path, tool: str = "triton") -> dict:
     """One ncu run of a ``--child`` process; returns what ran and how it ended."""
     ncu = shutil.which("ncu")
     if ncu is None:
         return {"ctas": ctas, "error": "ncu is not on PATH"}
-    kernel = "train_kernel" if ctas == 1 else "grid_train_kernel"
-    rep = out / f"stalls-g{ctas}"
+    if tool == "cuda":
+        kernel, rep, sections = "rev88_train", out / f"stalls-cuda-g{ctas}", SECTIONS + CUDA_SECTIONS
+    else:
+        kernel, rep, sections = ("train_kernel" if ctas == 1 else "grid_train_kernel"), out / f"stalls-g{ctas}", SECTIONS
     cmd = [ncu, "--kernel-name", kernel, "--launch-count", "1", "--import-source", "no", "--force-overwrite",
            "--export", str(rep)]
-    for section in SECTIONS:
+    for section in sections:
         cmd += ["--section", section]
-    cmd += [sys.executable, __file__, "--child", str(ctas)]
+    cmd += [sys.executable, __file__, "--child", str(ctas), "--tool", tool]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, check=False)
@@ -71,7 +77,7 @@ def profile(ctas: int, out: Path) -> dict:
     if run.returncode == 0 and report.exists():
         details = subprocess.run([ncu, "--import", str(report), "--page", "details", "--csv"], capture_output=True,
                                  text=True, timeout=TIMEOUT_S, check=False)
-        (out / f"stalls-g{ctas}.csv").write_text(details.stdout)
+        rep.with_suffix(".csv").write_text(details.stdout)
         record["details_rc"] = details.returncode
     return record
 
@@ -79,17 +85,18 @@ def profile(ctas: int, out: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ctas", default="1,8", help="comma-separated training program counts (default 1,8)")
+    parser.add_argument("--tool", choices=("triton", "cuda"), default="triton", help="kernel tool (default triton)")
     parser.add_argument("--child", type=int)
     args = parser.parse_args(argv)
     if args.child is not None:
-        return child(args.child)
+        return child(args.child, args.tool)
     out = Path(os.environ.get("OUT") or ".")
     out.mkdir(parents=True, exist_ok=True)
     board = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version,clocks.max.sm", "--format=csv"],
                            capture_output=True, text=True, check=False).stdout
     result = {"schema": "fused-stalls/1", "board": board, "runs": []}
     for ctas in (int(x) for x in args.ctas.split(",")):
-        result["runs"].append(profile(ctas, out))
+        result["runs"].append(profile(ctas, out, args.tool))
         print(json.dumps({k: v for k, v in result["runs"][-1].items() if k != "command"})[-2000:], flush=True)
         (out / "fused-stalls.json").write_text(json.dumps(result, indent=1))
     return 0

@@ -76,8 +76,11 @@ def test_shared_memory_fits_every_block_count() -> None:
     for ctas in (1, 2, 4, 8, 16, 32, 64, 128):
         rows = -(-128 // ctas)
         assert fused_cuda.train_shared_bytes(rows) <= fused_cuda.SHARED_LIMIT
-    assert fused_cuda.train_shared_bytes(128, 8) == 4 * (2 * fused_cuda.SHARED_STATE + 6 * 128 * 44 + 1280 + 256)
-    assert fused_cuda.predict_shared_bytes() <= 48 * 1024 * 2
+    # G = 1: parameters 17,456 floats; 6 activation arrays and the logits, 44 and 10 feature rows of 132; rows, labels
+    assert fused_cuda.train_shared_bytes(128) == 4 * (17456 + (6 * 44 + 10) * 132 + 256) == 215520
+    assert fused_cuda.train_shared_bytes(16) == 4 * (17456 + (6 * 44 + 10) * 36 + 32)
+    assert fused_cuda.train_shared_bytes(64) <= 163 * 1024   # an A100 block from G = 2 on
+    assert fused_cuda.predict_shared_bytes() == 4 * (17456 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
 
 
 def test_kernel_source_sha256_is_the_file() -> None:
@@ -98,10 +101,10 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
                                                       ("sm_80", 2, 0), ("sm_80", 64, 1)])
 def test_kernels_compile_without_spills(tmp_path, arch, ctas, split) -> None:
     """nvcc's ptxas report for the shapes the fixture launches: both kernels, no stack frame, no spills (on
-    sm_80, whose blocks get at most 163 KB of shared memory, from G = 2 on: G = 1 needs 210,400 B)."""
+    sm_80, whose blocks get at most 163 KB of shared memory, from G = 2 on: G = 1 needs 215,520 B)."""
     rows = -(-128 // ctas)
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
-                           f"-DNGRP={fused_cuda.GROUPS}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
+                           f"-DNW={fused_cuda.WARPS}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
                            f"-DQB={fused_cuda.PREDICT_ROWS}", "-Xptxas", "-v", str(fused_cuda.KERNEL_SOURCE)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

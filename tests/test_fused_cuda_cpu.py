@@ -2,7 +2,8 @@
 tests/fused_cuda_cpu/shim.h (one OS thread per CUDA thread, a pthread barrier per block) and run by
 tests/fused_cuda_cpu/harness.cpp.
 
-Three lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier and
+Four lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
+PTX read of the thread index that keeps the update's positions from being hoisted, and
 the two ``extern __shared__`` declarations); every other line, the arithmetic and its order
 included, is the file the GPU runs. Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
@@ -30,12 +31,13 @@ HERE = REPO_ROOT / "tests" / "fused_cuda_cpu"
 #: (kernel line, its CPU stand-in, how often the line occurs)
 SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");',
           "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
-         ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2))
+         ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2),
+         ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1))
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
 
 
-def _build(tmp: Path, ctas: int, split: bool, groups: int = fused_cuda.GROUPS) -> Path:
+def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS) -> Path:
     text = fused_cuda.KERNEL_SOURCE.read_text()
     for line, stand_in, count in SWAPS:
         assert text.count(line) == count, f"bundle/fused_cuda.cu no longer has {line!r} {count} time(s)"
@@ -43,14 +45,14 @@ def _build(tmp: Path, ctas: int, split: bool, groups: int = fused_cuda.GROUPS) -
     (tmp / "kernel.inc").write_text(text)
     exe = tmp / "harness"
     rows = triton_cdiv(FROZEN_CONFIG["batch_size"], ctas)
-    proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNGRP={groups}",
+    proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNW={warps}",
                            f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DQB={fused_cuda.PREDICT_ROWS}",
                            str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return exe
 
 
-def _run(exe: Path, tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int, groups: int = 8):
+def _run(exe: Path, tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int):
     raw.astype(np.float32).tofile(tmp / "raw.bin")
     labels.astype(np.int64).tofile(tmp / "labels.bin")
     orders.astype(np.int64).tofile(tmp / "orders.bin")
@@ -60,7 +62,7 @@ def _run(exe: Path, tmp: Path, raw, labels, orders, initial, query, ctas: int, e
     rows = triton_cdiv(cfg["batch_size"], ctas)
     proc = subprocess.run([str(exe), str(tmp), str(len(raw)), str(epochs), str(cfg["batch_size"]), str(cfg["alpha"]),
                            str(cfg["momentum"]), str(cfg["learning_rate"]), str(cfg["weight_decay"]), str(len(query)),
-                           str(fused_cuda.train_shared_bytes(rows, groups)), str(fused_cuda.predict_shared_bytes(groups))],
+                           str(fused_cuda.train_shared_bytes(rows)), str(fused_cuda.predict_shared_bytes())],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {name: np.fromfile(tmp / f"{name}.bin", dtype) for name, dtype in (

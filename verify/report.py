@@ -540,7 +540,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
                   f"{shape['train_programs']} training blocks of {shape['train_threads']} threads, "
                   f"{shape['rows_per_program']} batch rows each, "
                   f"{'a sliced update (two grid barriers per step)' if shape['split_update'] else 'every block updating its own state copy (one grid barrier per step)'}; "
-                  "float32 FMAs; each 41-wide half in a row of 44 floats.", ""]
+                  f"float32 FMAs; {_cuda_layout_text(shape['kernel_source_sha256'])}.", ""]
         _traffic_lines(ctx, lines, base, base_name)
         return
     programs = shape["train_programs"]
@@ -553,6 +553,21 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               f"{_slices_text(next(iter(_values(ctx.rep, 'energy.learners.product_slices').values()), NOT_VERIFIED))}.",
               ""]
     _traffic_lines(ctx, lines, base, base_name)
+
+
+#: the shared-memory layout of the CUDA tool's kernel sources the report knows, by source sha256
+CUDA_LAYOUTS = {
+    "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f":
+        "row-major activations, each 41-wide half in a row of 44 floats; 44 threads per row group",
+    "4764c7960b9975ec12d639b9e5ad2df1463780e3b2a25d4068daf0f16abe0120":
+        "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight "
+        "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp",
+}
+
+
+def _cuda_layout_text(sha: object) -> str:
+    """How the CUDA kernel source with this sha256 lays out its data (:data:`CUDA_LAYOUTS`), or that the report does not know."""
+    return CUDA_LAYOUTS.get(sha, "a kernel source this report does not describe (see that source's header comment)")
 
 
 def _traffic_lines(ctx: _Context, lines: list[str], base: VerifyReport | None, base_name: str | None) -> None:

@@ -1,5 +1,5 @@
 // Runs rev88_train (G blocks) and rev88_predict of bundle/fused_cuda.cu on the CPU, one OS thread per
-// CUDA thread; tests/test_fused_cuda_cpu.py builds it with the kernel source (three lines swapped for
+// CUDA thread; tests/test_fused_cuda_cpu.py builds it with the kernel source (four lines swapped for
 // CPU stand-ins) and the launch constants as -D flags.
 //   harness DIR N_TRAIN EPOCHS BATCH ALPHA MOMENTUM LR WD N_QUERY TRAIN_SHARED_BYTES PREDICT_SHARED_BYTES
 // DIR holds init.bin (float32 7554), raw.bin (float32 N x 81), labels.bin and orders.bin (int64),

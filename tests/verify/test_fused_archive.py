@@ -2,6 +2,7 @@
 evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8, evidence/h200-fused-20261202 with the
 single-CTA kernel summing 48 feature columns in slices of 16; one H200 each;
 evidence/h200-fused-cuda-20261203 with the CUDA kernel tool at G = 2, K = 4, its profile on a second
+H200; evidence/h200-fused-cuda-20261203b with the tool's feature-major kernel, G = 2, K = 4, one
 H200): verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -25,12 +26,15 @@ ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201"
 GRID_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201-g8"
 SLICED_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261202"   # ctas=1, products in slices of 16 over features
 CUDA_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203"  # REV88_FUSED_KERNEL=cuda, G = 2
+CUDA2_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203b"  # the same, the feature-major kernel
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
 @pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
-                                                            (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4)],
-                         ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2"])
+                                                            (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
+                                                            (CUDA2_ARCHIVE, 2, 4)],
+                         ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -41,7 +45,7 @@ def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(
                   "energy.learners.product_slices", "energy.learners.product_slices.form",
                   "energy.learners.product_precision", "energy.learners.product_precision.form",
                   "energy.learners.kernel_tool", "energy.learners.kernel_tool.form", "energy.learners.cuda_shape",
-                  *(("energy.learners.cuda_buffers",) if archive == CUDA_ARCHIVE else ())):
+                  *(("energy.learners.cuda_buffers",) if archive in CUDA_ARCHIVES else ())):
         assert statuses.get(check) == {"PASS"}, (check, statuses.get(check))
     frozen = json.loads(FROZEN_DRAW0.read_text())["metadata"]["predictions_sha256"]
     with gzip.open(archive / "energy" / "learners.json.gz") as fh:
@@ -53,7 +57,7 @@ def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(
         rec = json.loads(gzip.decompress(rel.read_bytes()))
         assert rec["learner"]["name"] == "rev88-fused" and rec["metadata"]["predictions_sha256"] == frozen
         assert rec["learner"].get("train_programs") == programs
-        assert rec["learner"].get("kernel_tool") == ("cuda" if archive == CUDA_ARCHIVE else None)
+        assert rec["learner"].get("kernel_tool") == ("cuda" if archive in CUDA_ARCHIVES else None)
         preds = np.load(str(rel).replace(".json.gz", ".predictions.npy"), allow_pickle=False)
         assert preds.shape == (10_000,) and preds.dtype == np.int64
 
@@ -172,6 +176,18 @@ def _cuda_no_cupy(rec: dict) -> None:
         block["cupy"] = None
 
 
+def _cuda_threads_of_the_row_group_kernel(rec: dict) -> None:
+    """264 threads (44 x 6, a shape of the first CUDA kernel, not whole warps) on a record of the warp kernel."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["train_threads"] = 264
+
+
+def _cuda_threads_of_the_warp_kernel(rec: dict) -> None:
+    """384 threads (12 warps, the feature-major kernel's shape) on a record of the row-group kernel."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["train_threads"] = 384
+
+
 def _unknown_tool(rec: dict) -> None:
     for block in (rec["learner"], rec["metadata"]["learner"]):
         block["kernel_tool"] = "cupy"
@@ -191,6 +207,11 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_split_claimed,
      "energy.learners.cuda_buffers"),
     (CUDA_ARCHIVE, "qualify/draw-05.json.gz", _cuda_no_cupy, "energy.learners.cuda_shape"),
+    (CUDA_ARCHIVE, "qualify/draw-06.json.gz", _cuda_threads_of_the_warp_kernel, "energy.learners.cuda_shape"),
+    (CUDA2_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_threads_of_the_row_group_kernel,
+     "energy.learners.cuda_shape"),
+    (CUDA2_ARCHIVE, "energy/trial-r00-rev88-fused-workspace-16-8.json.gz", _cuda_split_claimed,
+     "energy.learners.cuda_buffers"),
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
     (ARCHIVE, "qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),
