@@ -51,9 +51,9 @@ PREDICT_ROWS = 64         # query rows per predict block
 SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (seconds, as the Triton tool's)
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
-SPLIT_FROM = 8            # the default split (the fixture's): from this many blocks on (H200, draw 0, the first register-blocked
-                          # kernel: G=8 3.88 ms/task split against 4.10 unsplit, G=16 3.38 against 3.99;
-                          # docs/measurements/fused-cuda-probe-20261203b)
+SPLIT_FROM = 16           # the default split (the fixture's): from this many blocks on (H200 GPU-007a355d, draw 0, this
+                          # kernel: G=8 3.42 ms/task split against 3.27 unsplit, G=16 3.33 against 3.50;
+                          # docs/measurements/fused-cuda-probe-20261203e)
 
 
 def kernel_source_sha256() -> str:
@@ -86,6 +86,28 @@ def train_shared_bytes(rows: int) -> int:
 def predict_shared_bytes() -> int:
     """Dynamic shared memory of one predict block (bytes)."""
     return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(PREDICT_ROWS) + PREDICT_ROWS)
+
+
+def shared_memory_problem(rows: int, limit: int) -> str | None:
+    """Why blocks of ``rows`` training rows do not fit ``limit`` bytes of shared memory per block, or None.
+
+    Args:
+        rows: training rows per block, ceil(batch / G); limit: the GPU's opt-in shared memory per block (bytes).
+
+    Returns:
+        None when the training block (:func:`train_shared_bytes`) and the predict block
+        (:func:`predict_shared_bytes`) both fit; else one line: more blocks help when only the
+        training block is too large, nothing does when even one row per block is (the GPU has less
+        shared memory per block than the kernels need: 163 KB on an A100, 227 KB on an H100/H200).
+    """
+    if max(train_shared_bytes(1), predict_shared_bytes()) > limit:
+        return (f"this GPU gives a block {limit} B of shared memory, less than the {train_shared_bytes(1)} B (training "
+                f"at one row per block) and {predict_shared_bytes()} B (prediction) the CUDA kernels need: use kernel "
+                "tool triton (REV88_FUSED_KERNEL=triton)")
+    if train_shared_bytes(rows) > limit:
+        return (f"{rows} rows per block need {train_shared_bytes(rows)} B of shared memory, over this GPU's {limit} B "
+                "per block: use more ctas (REV88_FUSED_CTAS)")
+    return None
 
 
 class CudaFusedTask(FusedTask):
@@ -123,6 +145,10 @@ class CudaFusedTask(FusedTask):
             raise BundleError(f"the fused learner supports depth 2 only (got depth {cfg['depth']}): use bundle.learner")
         if isinstance(ctas, bool) or not isinstance(ctas, int | np.integer) or ctas < 1:
             raise BundleError(f"ctas must be a positive int, the training blocks (got {ctas!r})")
+        if isinstance(warps, bool) or not isinstance(warps, int | np.integer) or not MIN_WARPS <= warps <= MAX_WARPS:
+            raise BundleError(f"warps must be an int from {MIN_WARPS} to {MAX_WARPS} (got {warps!r})")
+        if split is not None and not isinstance(split, bool):
+            raise BundleError(f"split must be True, False or None (the default rule), got {split!r}")
         if device != "cuda":
             raise BundleError(f"kernel tool {KERNEL_TOOL} runs on device cuda only (got {device!r}); on the CPU use "
                               "bundle.fused_cuda.reference_train or kernel tool triton's interpreter")
@@ -139,16 +165,13 @@ class CudaFusedTask(FusedTask):
         if ctas > props.multi_processor_count:
             raise BundleError(f"ctas={ctas} exceeds the {props.multi_processor_count} SMs of this GPU: the grid "
                               "barrier needs every training block resident at once; use ctas <= the SM count")
-        if isinstance(warps, bool) or not isinstance(warps, int | np.integer) or not MIN_WARPS <= warps <= MAX_WARPS:
-            raise BundleError(f"warps must be an int from {MIN_WARPS} to {MAX_WARPS} (got {warps!r})")
         self.ctas, self.warps = ctas, int(warps)
-        self.split = ctas >= SPLIT_FROM if split is None else bool(split)
+        self.split = ctas >= SPLIT_FROM if split is None else split
         self.threads = 32 * self.warps
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
-        limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
-        if train_shared_bytes(self.rows) > limit:
-            raise BundleError(f"{self.rows} rows per block need {train_shared_bytes(self.rows)} B of "
-                              f"shared memory, over this GPU's {limit} B per block: use more ctas (REV88_FUSED_CTAS)")
+        problem = shared_memory_problem(self.rows, int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT))
+        if problem:
+            raise BundleError(problem)
         self.device = torch.device(device)
         self.interpreted = False
         self.num_warps = triton_cdiv(self.threads, 32)

@@ -28,6 +28,9 @@ import fused_device  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch is
 SHAPES = (("cuda", 1, 0), ("cuda", 2, 0), ("cuda", 4, 0), ("cuda", 8, 0), ("cuda", 8, 1), ("cuda", 16, 1),
           ("cuda", 3, 0), ("cuda", 6, 0), ("cuda", 32, 1), ("cuda8", 2, 0), ("cuda8", 4, 0), ("cuda16", 1, 0),
           ("cuda6", 4, 0))
+if os.environ.get("REV88_PROBE_SHAPES"):   # "learner:ctas:split,..." instead of the list above, e.g. "cuda16:1:0,cuda:1:0"
+    SHAPES = tuple((name, int(g), int(sp)) for name, g, sp in (item.split(":") for item in
+                                                              os.environ["REV88_PROBE_SHAPES"].split(",")))
 if os.environ.get("REV88_PROBE_BASELINES"):   # the frozen learner and the Triton default first, same board
     SHAPES = (("frozen", None, None), ("fused", 1, None), *SHAPES)
 DEADLINE_S = float(os.environ.get("REV88_PROBE_DEADLINE", "300"))

@@ -83,6 +83,27 @@ def test_shared_memory_fits_every_block_count() -> None:
     assert fused_cuda.predict_shared_bytes() == 4 * (17456 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
 
 
+@pytest.mark.parametrize(("rows", "limit", "want"), [
+    (128, 227 * 1024, None),                 # H100/H200, G = 1
+    (64, 163 * 1024, None),                  # A100, G = 2
+    (128, 163 * 1024, "use more ctas"),      # A100, G = 1
+    (1, 99 * 1024, "use kernel tool triton"),  # sm_86/sm_89: no G fits
+    (16, 100 * 1024, "use kernel tool triton")])
+def test_shared_memory_problem_says_what_helps(rows, limit, want) -> None:
+    problem = fused_cuda.shared_memory_problem(rows, limit)
+    assert problem is None if want is None else (want in problem and "\n" not in problem and str(limit) in problem)
+
+
+@pytest.mark.parametrize(("kwargs", "word"), [({"split": "yes"}, "split"), ({"split": 1}, "split"),
+                                              ({"warps": 6}, "warps"), ({"warps": 17}, "warps"),
+                                              ({"warps": True}, "warps")])
+def test_bad_split_or_warps_is_one_line_before_any_gpu_work(kwargs, word) -> None:
+    inputs = load_draw(0).learner_inputs()
+    with pytest.raises(BundleError) as info:
+        fused_cuda.CudaFusedTask(**inputs, device="cuda", ctas=2, **kwargs)
+    assert str(info.value).startswith(word) and "\n" not in str(info.value)
+
+
 def test_kernel_source_sha256_is_the_file() -> None:
     import hashlib
 

@@ -4,8 +4,9 @@ tests/fused_cuda_cpu/harness.cpp.
 
 Four lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
 PTX read of the thread index that keeps the update's positions from being hoisted, and
-the two ``extern __shared__`` declarations); every other line, the arithmetic and its order
-included, is the file the GPU runs. Unused shared and global memory starts as NaN, so a read of
+the two ``extern __shared__`` declarations); every other line is the file the GPU runs, its operations
+and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
+are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
 (``bundle.fused_cuda.reference_train``) on a short run at several launch shapes, and a whole draw
 against the frozen predictions.
