@@ -174,7 +174,7 @@ class CudaFusedTask(FusedTask):
             raise BundleError(problem)
         self.device = torch.device(device)
         self.interpreted = False
-        self.num_warps = triton_cdiv(self.threads, 32)
+        self.num_warps = self.warps
         self.product_precision = "ieee"
         self._prepare_resident(arrays)
         self.partials = torch.zeros((2, ctas, STATE), dtype=torch.float32, device=self.device)

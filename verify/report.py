@@ -28,6 +28,7 @@ from bundle import archive as archive_io
 from bundle.energy import t_quantile_975
 from bundle.errors import BundleError
 from verify import report_plots as plots
+from verify.checks.run_energy import CUDA_KERNEL_SOURCES
 from verify.registry import verify_archive
 from verify.render import unavailable_groups
 from verify.result import Status, VerifyReport
@@ -555,19 +556,11 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
     _traffic_lines(ctx, lines, base, base_name)
 
 
-#: the shared-memory layout of the CUDA tool's kernel sources the report knows, by source sha256
-CUDA_LAYOUTS = {
-    "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f":
-        "row-major activations, each 41-wide half in a row of 44 floats; 44 threads per row group",
-    "4764c7960b9975ec12d639b9e5ad2df1463780e3b2a25d4068daf0f16abe0120":
-        "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight "
-        "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp",
-}
-
-
 def _cuda_layout_text(sha: object) -> str:
-    """How the CUDA kernel source with this sha256 lays out its data (:data:`CUDA_LAYOUTS`), or that the report does not know."""
-    return CUDA_LAYOUTS.get(sha, "a kernel source this report does not describe (see that source's header comment)")
+    """How the CUDA kernel source with this sha256 lays out its data
+    (:data:`verify.checks.run_energy.CUDA_KERNEL_SOURCES`), or that the report does not know."""
+    known = CUDA_KERNEL_SOURCES.get(sha) if isinstance(sha, str) else None
+    return known["layout"] if known else "a kernel source this report does not describe (see that source's header comment)"
 
 
 def _traffic_lines(ctx: _Context, lines: list[str], base: VerifyReport | None, base_name: str | None) -> None:

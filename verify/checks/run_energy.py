@@ -169,25 +169,34 @@ PRODUCT_PRECISIONS = ("ieee", "tf32x3")
 #: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
 KERNEL_TOOLS = ("triton", "cuda")
 BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block are ceil(128 / G)
-#: threads per training block of the CUDA tool's kernel sources, by source sha256: (unit, least, most)
-#: multiples. cc4332af…: 44 threads per row group, 1 to 16 groups (evidence/h200-fused-cuda-20261203);
-#: 4764c796…: 32 per warp, 7 to 16 warps (bundle.fused_cuda.MIN_WARPS, MAX_WARPS; evidence/h200-fused-cuda-20261203b).
-CUDA_THREADS = {"cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": (44, 1, 16),
-                "4764c7960b9975ec12d639b9e5ad2df1463780e3b2a25d4068daf0f16abe0120": (32, 7, 16)}
+#: the CUDA tool's kernel sources, by source sha256: threads per training block as (unit, least, most)
+#: multiples, and the shared-memory layout the report names. cc4332af…: 44 threads per row group, 1 to 16
+#: groups (evidence/h200-fused-cuda-20261203); 4764c796…: 32 per warp, 7 to 16 warps
+#: (bundle.fused_cuda.MIN_WARPS, MAX_WARPS; evidence/h200-fused-cuda-20261203b).
+CUDA_KERNEL_SOURCES = {
+    "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
+        "threads": (44, 1, 16),
+        "layout": "row-major activations, each 41-wide half in a row of 44 floats; 44 threads per row group"},
+    "4764c7960b9975ec12d639b9e5ad2df1463780e3b2a25d4068daf0f16abe0120": {
+        "threads": (32, 7, 16),
+        "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight "
+                  "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp"},
+}
 #: any other source: whole warps, at most CUDA's 1,024 threads per block
 CUDA_THREADS_OTHER = (32, 1, 32)
 
 
 def _cuda_shape_problems(block: dict) -> list[str]:
     """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda): rows per
-    block ceil(128 / train_programs), threads as :data:`CUDA_THREADS` says for its kernel source
+    block ceil(128 / train_programs), threads as :data:`CUDA_KERNEL_SOURCES` says for its kernel source
     (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, product precision
     ieee, no Triton version."""
     problems = []
     programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
     if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
         problems.append(f"rows_per_program {rows!r} is not ceil(128 / {programs!r})")
-    unit, least, most = CUDA_THREADS.get(block.get("kernel_source_sha256"), CUDA_THREADS_OTHER)
+    unit, least, most = (CUDA_KERNEL_SOURCES.get(block.get("kernel_source_sha256")) or {}).get("threads",
+                                                                                              CUDA_THREADS_OTHER)
     if not (type(threads) is int and threads % unit == 0 and least <= threads // unit <= most):
         problems.append(f"train_threads {threads!r} is not {unit} x {least}..{most} (kernel source "
                         f"{str(block.get('kernel_source_sha256'))[:8]}…)")
