@@ -10,7 +10,7 @@
 // in float32 (fmaf, no tensor cores, no TF32), every gradient taken at the pre-step weights.
 //
 // Training, rev88_train: ONE launch of G blocks (CTAs) of NT = 32 * NW threads; G, ROWS =
-// ceil(batch / G), NW and SPLIT are compile-time constants.
+// ceil(batch / G), NW, SPLIT and CLUSTER are compile-time constants.
 //   * Shared memory, feature-major: an activation array holds feature f of row r at f * RS + r
 //     (44 feature rows, 41 live and 3 zero; RS = the rows rounded up to 32, plus 4, so that
 //     feature rows start in different banks). Arrays: the halves L, R as is and through relu
@@ -23,26 +23,32 @@
 //     register tile, k ascending, one float4 of each operand per k; the lanes are arranged so
 //     that both float4 reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
 //     (41 x 41, a sum over rows) are 4 x 4 lane tiles of features {t, t + 11, t + 22, t + 33},
-//     rows ascending.
+//     rows ascending, 121 tiles on the 128 lanes of four warps.
 //   * Step s, on block b's rows [b*ROWS, (b+1)*ROWS) of the step's batch (none in a short last
-//     batch), lifted while the block waited at the barrier of step s-1 (step 0: before the loop):
-//     four forward branches; logits; mean cross-entropy gradient; head and bias
-//     partial gradients with dL, dR; the reversible backward, one phase per branch (W3, W2, W1,
-//     W0): six warps take the weight's partial gradient while the others take the leaf's
-//     gradient and the rebuilt half (none for W0). The partial gradient of all 7,554 parameters
-//     (state-vector order of spec 3) goes to part[s mod 2][b] in global memory.
-//   * A grid barrier (an arrival counter, atomics with release/acquire ordering) then
-//     - SPLIT = 0: every block sums the G partials in the fixed order 0..G-1 (loads that bypass
-//       L1) and updates its own state: same inputs, same code, so every copy has the same bits;
-//     - SPLIT = 1: block b sums and updates only its slice of the state and publishes the new
-//       parameters of the slice in pbuf; a second barrier; every block reloads them from pbuf.
+//     batch): four forward branches; logits and the mean cross-entropy gradient (a warp per 16
+//     rows); head and bias partial gradients with dL, dR; the reversible backward, one phase per
+//     branch (W3, W2, W1, W0): four warps take the weight's partial gradient while the others take
+//     the leaf's gradient and the rebuilt half, or in W0 read step s+1's rows and lift them
+//     (relu of the right half after W0). The partial gradient of all 7,554 parameters
+//     (state-vector order of spec 3) goes to buffer s mod 2: with CLUSTER in the block's own shared
+//     memory, else to part[s mod 2][b] in global memory.
+//   * The blocks meet, then every block sums the G partials in the fixed order 0..G-1 and updates
+//     its own state (same inputs, same code, so every copy has the same bits), or with SPLIT a slice:
+//     - CLUSTER = 1 (2 <= G <= 8, sm_90 on): the G blocks are one thread-block cluster; they meet
+//       at the hardware cluster barrier and read each other's partials from distributed shared
+//       memory;
+//     - G = 1: the block's __syncthreads; its partial from global memory;
+//     - else a grid barrier (an arrival counter, atomics with release/acquire ordering) and loads
+//       that bypass L1; with SPLIT = 1 block b sums and updates only its slice of the state and
+//       publishes the new parameters of the slice in pbuf; a second barrier; every block reloads
+//       them from pbuf.
 //     Two partial buffers make one barrier per step safe: a block writes buffer s mod 2 in step s
 //     only after the barrier of step s-1, which every block passes only after its reads of
-//     step s-2's partials.
-//   * All G blocks must be resident at once (the host keeps G <= the SM count and checks the
-//     shared memory of a block against the device's limit); a wait that spins SPIN_LIMIT times
-//     gives up and raises the counter to TIMED_OUT, which releases every later wait and which the
-//     host reports.
+//     step s-2's partials. The counter gets one arrival per block and barrier in every mode.
+//   * All G blocks must be resident at once (a cluster is, by construction; else the host keeps
+//     G <= the SM count and checks the shared memory of a block against the device's limit); a
+//     grid-barrier wait that spins SPIN_LIMIT times gives up and raises the counter to TIMED_OUT,
+//     which releases every later wait and which the host reports.
 // Prediction, rev88_predict: blocks of QB query rows, the trained parameters in shared memory;
 // float32 logits and the first maximal class (torch.argmax's tie rule).
 //
@@ -66,7 +72,7 @@
 #define OHT (OHN + NCLS * HN)            // Ht[f][10]
 #define OB (OHT + DIM * NCLS)            // bias
 #define PSZ (OB + 12)                    // shared floats of the parameter state (a multiple of 4)
-#define NWG 6                            // warps that take weight gradients
+#define NWG 4                            // warps that take weight gradients
 #define NHG 4                            // warps that take the head's gradients
 #define TIMED_OUT (1u << 30)
 
@@ -91,6 +97,12 @@
 #define CHUNK NSTATE
 #endif
 #define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#if CLUSTER && (SPLIT || G < 2 || G > 8)
+#error "CLUSTER needs 2 <= G <= 8 blocks (one portable thread-block cluster) and no SPLIT"
+#endif
 #ifndef QB
 #define QB 64
 #endif
@@ -144,6 +156,17 @@ __device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, un
         __threadfence();
     }
     __syncthreads();
+}
+
+// Thread-block cluster (CLUSTER: the G training blocks are one cluster, block b its rank b): the
+// cluster barrier in two halves (arrive: release of this thread's earlier writes; wait: until every
+// thread of every block arrived, acquire), and block rank's copy of this block's shared address p.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive;" : : : "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" : : : "memory"); }
+__device__ __forceinline__ const float* cluster_peer(const float* p, unsigned rank) {
+    unsigned long long a;
+    asm("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));
+    return reinterpret_cast<const float*>(a);
 }
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -225,13 +248,13 @@ __device__ __forceinline__ void leaf_task(float* dacc, const float* d, const flo
     }
 }
 
-// grad[o][i] = alpha * sum_{r < nr4} d[o][r] leafr[i][r] (partial, global memory, 41 x 41 row-major):
-// warp task w < 6 (3 x 2 blocks of 4 x 8 lane tiles); a lane takes o in {ot + 11a}, i in {it + 11b},
-// a, b < 4, for ot, it < 11.
+// grad[o][i] = alpha * sum_{r < nr4} d[o][r] leafr[i][r] (partial, 41 x 41 row-major): warps w < 4,
+// lane tile n = 32w + lane < 121 takes o in {ot + 11a}, i in {it + 11b}, a, b < 4, for ot = n mod 11,
+// it = n / 11 (121 of the 4 warps' 128 lanes busy).
 __device__ __forceinline__ void weight_task(float* grad, const float* d, const float* leafr, int nr4, float alpha,
                                             int w) {
-    const int ot = 4 * (w % 3) + lane_a(), it = 8 * (w / 3) + lane_b();
-    if (ot >= 11 || it >= 11) return;
+    const int n = 32 * w + (threadIdx.x & 31), ot = n % 11, it = n / 11;
+    if (it >= 11) return;
     float c[4][4];
 #pragma unroll
     for (int a = 0; a < 4; ++a)
@@ -325,36 +348,66 @@ __device__ __forceinline__ void upstream_task(float* dL, float* dR, const float*
         *reinterpret_cast<float4*>(dst + (4 * mt + m) * RS + r0) = make_float4(c[m][0], c[m][1], c[m][2], c[m][3]);
 }
 
-// Logits Zt[c][r] = (sum_j Ht[j][c] L[j][r] + sum_j Ht[41 + j][c] R[j][r]) + b[c], j ascending; lane
-// tiles of classes {2ct, 2ct + 1} x 4 rows, over every thread.
+// Logits of classes {2ct, 2ct + 1} x rows r0..r0+3 (activation row stride ST): Zt[c][r] =
+// (sum_j Ht[j][c] L[j][r] + sum_j Ht[41 + j][c] R[j][r]) + b[c], j ascending.
+template <int ST>
+__device__ __forceinline__ void logits_tile(float* Zt, const float* L, const float* R, const float* P, int ct, int r0) {
+    float a[2][4], b[2][4];
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[m][r] = b[m][r] = 0.0f;
+#pragma unroll 4
+    for (int j = 0; j < HF; ++j) {
+        const float4 l = ld4(L + j * ST + r0), rr = ld4(R + j * ST + r0);
+        const float* hl = P + OHT + j * NCLS + 2 * ct;
+        const float* hr = P + OHT + (HF + j) * NCLS + 2 * ct;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                a[m][r] = fmaf(hl[m], at4(l, r), a[m][r]);
+                b[m][r] = fmaf(hr[m], at4(rr, r), b[m][r]);
+            }
+    }
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+        *reinterpret_cast<float4*>(Zt + (2 * ct + m) * ST + r0) =
+            make_float4(a[m][0] + b[m][0] + P[OB + 2 * ct + m], a[m][1] + b[m][1] + P[OB + 2 * ct + m],
+                        a[m][2] + b[m][2] + P[OB + 2 * ct + m], a[m][3] + b[m][3] + P[OB + 2 * ct + m]);
+}
+
+// Logits of every row below nr (prediction): lane tiles of class pairs x 4 rows over every thread.
 template <int X>
 __device__ __forceinline__ void logits(float* Zt, const float* L, const float* R, const float* P, int nr) {
     for (int tile = threadIdx.x; tile < 5 * (X / 4); tile += NT) {
         const int ct = tile / (X / 4), r0 = 4 * (tile - ct * (X / 4));
-        if (r0 >= nr) continue;
-        float a[2][4], b[2][4];
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) a[m][r] = b[m][r] = 0.0f;
-#pragma unroll 4
-        for (int j = 0; j < HF; ++j) {
-            const float4 l = ld4(L + j * (X + 4) + r0), rr = ld4(R + j * (X + 4) + r0);
-            const float* hl = P + OHT + j * NCLS + 2 * ct;
-            const float* hr = P + OHT + (HF + j) * NCLS + 2 * ct;
-#pragma unroll
-            for (int m = 0; m < 2; ++m)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    a[m][r] = fmaf(hl[m], at4(l, r), a[m][r]);
-                    b[m][r] = fmaf(hr[m], at4(rr, r), b[m][r]);
-                }
-        }
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-            *reinterpret_cast<float4*>(Zt + (2 * ct + m) * (X + 4) + r0) =
-                make_float4(a[m][0] + b[m][0] + P[OB + 2 * ct + m], a[m][1] + b[m][1] + P[OB + 2 * ct + m],
-                            a[m][2] + b[m][2] + P[OB + 2 * ct + m], a[m][3] + b[m][3] + P[OB + 2 * ct + m]);
+        if (r0 < nr) logits_tile<X + 4>(Zt, L, R, P, ct, r0);
+    }
+}
+
+// Logits and the mean cross-entropy gradient of rows [16t, 16t + 16), one warp task t: lanes of
+// row quad q = lane / 8 and class pair ct = lane % 8 < 5 take the logits tile of rows 16t + 4q..;
+// then lane r < 16 replaces row 16t + r's logits by (softmax - onehot) / count, or by zeros past nr
+// (a warp's own rows only, so a __syncwarp orders the two).
+__device__ __forceinline__ void logits_loss(float* Zt, const float* L, const float* R, const float* P,
+                                            const int* labs, int nr, float count, int t) {
+    const int lane = threadIdx.x & 31, ct = lane & 7, r0 = 16 * t + 4 * (lane >> 3);
+    if (ct < 5 && r0 < nr) logits_tile<RS>(Zt, L, R, P, ct, r0);
+    __syncwarp();
+    const int r = 16 * t + lane;
+    if (lane >= 16) return;
+    if (r < nr) {
+        float m = Zt[r];
+        for (int c = 1; c < NCLS; ++c) m = fmaxf(m, Zt[c * RS + r]);
+        float sum = 0.0f;
+        for (int c = 0; c < NCLS; ++c) sum += expf(Zt[c * RS + r] - m);
+        const float log_sum = logf(sum);
+        const int y = labs[r];
+        for (int c = 0; c < NCLS; ++c)
+            Zt[c * RS + r] = (expf((Zt[c * RS + r] - m) - log_sum) - (c == y ? 1.0f : 0.0f)) / count;
+    } else {
+        for (int c = 0; c < NCLS; ++c) Zt[c * RS + r] = 0.0f;
     }
 }
 
@@ -399,7 +452,56 @@ __device__ __forceinline__ int step_rows(int* rows, int* labs, const long long* 
     return count;
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 1)
+// Rows of step s: the count (at most batch; fewer in an epoch's last batch).
+__device__ __forceinline__ int step_count(int s, int nb, int n_train, int batch) {
+    const int first = (s - (s / nb) * nb) * batch;
+    return n_train - first < batch ? n_train - first : batch;
+}
+
+// Step s's rows for this block, by the threads of warps NWG.. while warps 0..NWG-1 take W0's
+// gradient: thread r of them (and r + their count, ...) reads row r's training index and label and
+// writes the row's lifted halves L, R and relu(L) as lift() does (zeros past nr and for features
+// past 41); relu(R) waits for W0, which reads RR (relu_right()).
+__device__ __forceinline__ void lift_rows(float* L, float* R, float* RL, int* rows, int* labs,
+                                          const float* __restrict__ raw, const long long* __restrict__ labels,
+                                          const long long* __restrict__ orders, int s, int nb, int n_train, int batch) {
+    const int e = s / nb, first = (s - e * nb) * batch;
+    const int nr = block_rows(step_count(s, nb, n_train, batch));
+    for (int r = threadIdx.x - 32 * NWG; r < RP; r += NT - 32 * NWG) {
+        if (r < nr) {
+            const long long ix = orders[(long long)e * n_train + first + blockIdx.x * ROWS + r];
+            rows[r] = (int)ix;
+            labs[r] = (int)labels[ix];
+            const float* x = raw + ix * (DIM - 1);
+#pragma unroll 11
+            for (int j = 0; j < FR; ++j) {
+                const float l = j < HF ? x[j] * 4.0f - 0.5f : 0.0f;
+                const float rr = j < HF - 1 ? x[HF + j] * 4.0f - 0.5f : 0.0f;
+                L[j * RS + r] = l;
+                R[j * RS + r] = rr;
+                RL[j * RS + r] = relu(l);
+            }
+        } else {
+#pragma unroll 4
+            for (int j = 0; j < FR; ++j) L[j * RS + r] = R[j * RS + r] = RL[j * RS + r] = 0.0f;
+        }
+    }
+}
+
+// RR = relu(R) over the block's RP rows (the rest of lift_rows, once W0 is done).
+__device__ __forceinline__ void relu_right(float* RR, const float* R) {
+    for (int e = threadIdx.x; e < FR * RP; e += NT) {
+        const int j = e / RP, at = j * RS + (e - j * RP);
+        RR[at] = relu(R[at]);
+    }
+}
+
+#if CLUSTER
+#define TRAIN_ATTRIBUTES __launch_bounds__(NT, 1) __cluster_dims__(G, 1, 1)
+#else
+#define TRAIN_ATTRIBUTES __launch_bounds__(NT, 1)
+#endif
+extern "C" __global__ void TRAIN_ATTRIBUTES
 rev88_train(const float* __restrict__ init, float* __restrict__ params_out, float* __restrict__ vel_out,
             float* part, float* pbuf, unsigned* sync, const float* __restrict__ raw,
             const long long* __restrict__ labels, const long long* __restrict__ orders, int n_train, int epochs,
@@ -414,7 +516,12 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     float* dL = RR + FR * RS;       // gradients of the halves
     float* dR = dL + FR * RS;
     float* Zt = dR + FR * RS;       // logits, then the loss gradient (10 x RS)
+#if CLUSTER
+    float* PART = Zt + NCLS * RS;   // this block's partial gradients of steps s mod 2 = 0, 1 (2 x NSTATE)
+    int* rows = reinterpret_cast<int*>(PART + 2 * NSTATE);
+#else
     int* rows = reinterpret_cast<int*>(Zt + NCLS * RS);
+#endif
     int* labs = rows + ROWS;
     const int b = blockIdx.x, warp = threadIdx.x >> 5;
     // reset: zero everything (padding stays zero), velocities zero, then the initial parameters
@@ -451,25 +558,13 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         __syncthreads();   // l2 = l1 + f(r1; W2)
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
         __syncthreads();   // r2 = r1 + f(l2; W3)
-        logits<RP>(Zt, L, R, P, nr);
+        for (int t = warp; t < RP / 16; t += NW) logits_loss(Zt, L, R, P, labs, nr, (float)count, t);
         __syncthreads();
-        const float inv = (float)count;
-        for (int r = threadIdx.x; r < RP; r += NT) {   // mean cross-entropy gradient (softmax - onehot) / count
-            if (r < nr) {
-                float m = Zt[r];
-                for (int c = 1; c < NCLS; ++c) m = fmaxf(m, Zt[c * RS + r]);
-                float sum = 0.0f;
-                for (int c = 0; c < NCLS; ++c) sum += expf(Zt[c * RS + r] - m);
-                const float log_sum = logf(sum);
-                const int y = labs[r];
-                for (int c = 0; c < NCLS; ++c)
-                    Zt[c * RS + r] = (expf((Zt[c * RS + r] - m) - log_sum) - (c == y ? 1.0f : 0.0f)) / inv;
-            } else {
-                for (int c = 0; c < NCLS; ++c) Zt[c * RS + r] = 0.0f;
-            }
-        }
-        __syncthreads();
+#if CLUSTER
+        float* gp = PART + (s & 1) * NSTATE;
+#else
         float* gp = part + ((long long)(s & 1) * G + b) * NSTATE;
+#endif
         // head and bias partial gradients (warps 0..NHG-1); dL = g·HL, dR = g·HR (the others)
         if (warp < NHG) head_task(gp, Zt, L, R, nr4, warp);
         else for (int t = warp - NHG; t < 6 * (RP / 32); t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
@@ -494,14 +589,31 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
-        if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);                        // W0: leaf r0, upstream dL
-        if (s + 1 < steps) count = step_rows(rows, labs, orders, labels, s + 1, nb, n_train, batch);
-        const float* pb = part + (long long)(s & 1) * G * NSTATE;
+        // W0: leaf r0, upstream dL; meanwhile the other warps lift most of step s + 1's rows
+        if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);
+        else if (s + 1 < steps) lift_rows(L, R, RL, rows, labs, raw, labels, orders, s + 1, nb, n_train, batch);
+        if (s + 1 < steps) count = step_count(s + 1, nb, n_train, batch);
         int first;   // threadIdx.x, opaque, so that the positions of the update are not kept across steps
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));
+#if CLUSTER
+        // the cluster barrier; while it waits, the next step's rows are lifted (the activations are free now)
+        __syncthreads();
+        cluster_arrive();
+        if (s + 1 < steps) relu_right(RR, R);
+        cluster_wait();
+        if (threadIdx.x == 0) atomicAdd(sync, 1u);
+        const float* pb = PART + (s & 1) * NSTATE;
+#elif G == 1 && !SPLIT
+        __syncthreads();   // the partial (global memory) is visible to the whole block
+        if (threadIdx.x == 0) atomicAdd(sync, 1u);
+        if (s + 1 < steps) relu_right(RR, R);
+        const float* pb = part + (long long)(s & 1) * G * NSTATE;
+#else
+        const float* pb = part + (long long)(s & 1) * G * NSTATE;
         // the grid barrier; while it waits, the next step's rows are lifted (the activations are free now)
         barrier_arrive(sync);
-        if (s + 1 < steps) lift<RP>(L, R, RL, RR, raw, rows, block_rows(count));
+        if (s + 1 < steps) relu_right(RR, R);
+#endif
 #if SPLIT
         barrier_wait(sync, (unsigned)(2 * s + 1) * G, spin_limit);
 #pragma unroll
@@ -529,14 +641,22 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             P[pt] = p;
         }
 #else
+#if !CLUSTER && G > 1
         barrier_wait(sync, (unsigned)(s + 1) * G, spin_limit);
+#endif
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
             const int k = first + j * NT;
             if (k < NSTATE) {
+#if CLUSTER
+                float g = cluster_peer(pb, 0)[k];
+#pragma unroll
+                for (int q = 1; q < G; ++q) g += cluster_peer(pb, q)[k];
+#else
                 float g = __ldcg(pb + k);
 #pragma unroll
                 for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
+#endif
                 int pn, pt;
                 ppos(k, pn, pt);
                 float v = vr[j] * momentum + g;
@@ -550,6 +670,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #endif
         __syncthreads();
     }
+#if CLUSTER
+    cluster_arrive();   // no block leaves while another may still read its partials
+    cluster_wait();
+#endif
     if (SPLIT || b == 0) {
 #pragma unroll
         for (int j = 0; j < VR; ++j) {

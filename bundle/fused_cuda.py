@@ -45,12 +45,15 @@ KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
 STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
 FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
 SHARED_PARAMS = 8 * HALF * 48 + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
-WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads
-MIN_WARPS, MAX_WARPS = 7, 16   # six take weight gradients, at least one the rows; 16: 512 threads, 128 registers
+WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads. H200 GPU-02f5a4eb, this
+                          # kernel, draw 0: at G = 2 (the least energy) 4.34 ms/task against 4.48 at 16 warps; at G = 4
+                          # 16 warps are faster (3.03 against 3.22); docs/measurements/fused-cuda-probe-20261203f
+MIN_WARPS, MAX_WARPS = 5, 16   # four take weight gradients, at least one the rows; 16: 512 threads, 128 registers
 PREDICT_ROWS = 64         # query rows per predict block
 SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (seconds, as the Triton tool's)
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
+MAX_CLUSTER = 8           # blocks of one portable thread-block cluster (sm_90 on): the cluster update from 2 to this
 SPLIT_FROM = 16           # the default split (the fixture's): from this many blocks on (H200 GPU-007a355d, draw 0, this
                           # kernel: G=8 3.42 ms/task split against 3.27 unsplit, G=16 3.33 against 3.50;
                           # docs/measurements/fused-cuda-probe-20261203e)
@@ -76,11 +79,19 @@ def row_stride(rows: int) -> int:
     return triton_cdiv(rows, 32) * 32 + 4
 
 
-def train_shared_bytes(rows: int) -> int:
+def train_shared_bytes(rows: int, cluster: bool = False) -> int:
     """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
-    six activation arrays (halves as is and through relu, their gradients), the logits, row indices
-    and labels (fused_cuda.cu)."""
-    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + 2 * rows)
+    six activation arrays (halves as is and through relu, their gradients), the logits, with
+    ``cluster`` the block's partial gradients of two steps (2 x 7,554 floats), then row indices and
+    labels (fused_cuda.cu)."""
+    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + (2 * STATE if cluster else 0) + 2 * rows)
+
+
+def cluster_possible(ctas: int, split: bool, capability: tuple[int, int]) -> bool:
+    """Whether G = ``ctas`` training blocks can be one thread-block cluster: 2 to :data:`MAX_CLUSTER`
+    blocks, no split update, compute capability 9.0 or later (clusters and distributed shared memory
+    begin with sm_90: not on an A100)."""
+    return 2 <= ctas <= MAX_CLUSTER and not split and tuple(capability) >= (9, 0)
 
 
 def predict_shared_bytes() -> int:
@@ -88,11 +99,12 @@ def predict_shared_bytes() -> int:
     return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(PREDICT_ROWS) + PREDICT_ROWS)
 
 
-def shared_memory_problem(rows: int, limit: int) -> str | None:
+def shared_memory_problem(rows: int, limit: int, cluster: bool = False) -> str | None:
     """Why blocks of ``rows`` training rows do not fit ``limit`` bytes of shared memory per block, or None.
 
     Args:
-        rows: training rows per block, ceil(batch / G); limit: the GPU's opt-in shared memory per block (bytes).
+        rows: training rows per block, ceil(batch / G); limit: the GPU's opt-in shared memory per block (bytes);
+        cluster: the blocks are one cluster (:func:`cluster_possible`), so each also holds its partials.
 
     Returns:
         None when the training block (:func:`train_shared_bytes`) and the predict block
@@ -104,9 +116,9 @@ def shared_memory_problem(rows: int, limit: int) -> str | None:
         return (f"this GPU gives a block {limit} B of shared memory, less than the {train_shared_bytes(1)} B (training "
                 f"at one row per block) and {predict_shared_bytes()} B (prediction) the CUDA kernels need: use kernel "
                 "tool triton (REV88_FUSED_KERNEL=triton)")
-    if train_shared_bytes(rows) > limit:
-        return (f"{rows} rows per block need {train_shared_bytes(rows)} B of shared memory, over this GPU's {limit} B "
-                "per block: use more ctas (REV88_FUSED_CTAS)")
+    if train_shared_bytes(rows, cluster) > limit:
+        return (f"{rows} rows per block need {train_shared_bytes(rows, cluster)} B of shared memory, over this GPU's "
+                f"{limit} B per block: use more ctas (REV88_FUSED_CTAS)")
     return None
 
 
@@ -125,19 +137,26 @@ class CudaFusedTask(FusedTask):
             None (default): True from :data:`SPLIT_FROM` blocks on.
         warps: warps per block (threads = 32 x warps), :data:`MIN_WARPS` to :data:`MAX_WARPS`; default
             :data:`WARPS`.
+        cluster: True: the G blocks are one thread-block cluster; each keeps its partial gradients in
+            its shared memory, the others read them there (distributed shared memory) after the
+            hardware cluster barrier, instead of global memory and an atomic grid barrier; False: the
+            grid barrier; None (default): True where :func:`cluster_possible` (2 to 8 blocks, no
+            split, sm_90 on). True where it is not possible raises.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
-    (2, G, 7554); ``published`` float32 (7554,) (``split`` only, else (1,)); ``barrier_count``
+    (2, G, 7554) (``cluster``: (1,), unused); ``published`` float32 (7554,) (``split`` only, else (1,)); ``barrier_count``
     int32 (1,).
 
     Raises:
-        BundleError: bad inputs or config, CuPy missing, no CUDA GPU, ``ctas`` out of range, or the
-            kernels do not compile or do not fit the GPU's shared memory.
+        BundleError: bad inputs or config, CuPy missing, no CUDA GPU, ``ctas`` out of range, a cluster
+            asked for where it is not possible, or the kernels do not compile or do not fit the GPU's
+            shared memory.
     """
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
-                 ctas: int = 8, split: bool | None = None, warps: int = WARPS) -> None:
+                 ctas: int = 8, split: bool | None = None, warps: int = WARPS,
+                 cluster: bool | None = None) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -149,6 +168,8 @@ class CudaFusedTask(FusedTask):
             raise BundleError(f"warps must be an int from {MIN_WARPS} to {MAX_WARPS} (got {warps!r})")
         if split is not None and not isinstance(split, bool):
             raise BundleError(f"split must be True, False or None (the default rule), got {split!r}")
+        if cluster is not None and not isinstance(cluster, bool):
+            raise BundleError(f"cluster must be True, False or None (the default rule), got {cluster!r}")
         if device != "cuda":
             raise BundleError(f"kernel tool {KERNEL_TOOL} runs on device cuda only (got {device!r}); on the CPU use "
                               "bundle.fused_cuda.reference_train or kernel tool triton's interpreter")
@@ -168,8 +189,14 @@ class CudaFusedTask(FusedTask):
         self.ctas, self.warps = ctas, int(warps)
         self.split = ctas >= SPLIT_FROM if split is None else split
         self.threads = 32 * self.warps
+        possible = cluster_possible(ctas, self.split, (props.major, props.minor))
+        if cluster and not possible:
+            raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas, no split and compute capability 9.0 or later "
+                              f"(got ctas={ctas}, split={self.split}, {props.major}.{props.minor}): use cluster=None")
+        self.cluster = possible if cluster is None else cluster
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
-        problem = shared_memory_problem(self.rows, int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT))
+        problem = shared_memory_problem(self.rows, int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT),
+                                        self.cluster)
         if problem:
             raise BundleError(problem)
         self.device = torch.device(device)
@@ -177,7 +204,7 @@ class CudaFusedTask(FusedTask):
         self.num_warps = self.warps
         self.product_precision = "ieee"
         self._prepare_resident(arrays)
-        self.partials = torch.zeros((2, ctas, STATE), dtype=torch.float32, device=self.device)
+        self.partials = torch.zeros((1,) if self.cluster else (2, ctas, STATE), dtype=torch.float32, device=self.device)
         self.published = torch.zeros(STATE if self.split else 1, dtype=torch.float32, device=self.device)
         self.barrier_count = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
@@ -188,12 +215,12 @@ class CudaFusedTask(FusedTask):
 
     def _compile(self, cupy) -> None:
         options = ("-std=c++14", f"-DNW={self.warps}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
-                   f"-DSPLIT={int(self.split)}", f"-DQB={PREDICT_ROWS}")
+                   f"-DSPLIT={int(self.split)}", f"-DCLUSTER={int(self.cluster)}", f"-DQB={PREDICT_ROWS}")
         try:
             module = cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=options)
             self._train_fn = module.get_function("rev88_train")
             self._predict_fn = module.get_function("rev88_predict")
-            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows)
+            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.cluster)
             self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes()
         except Exception as exc:  # CuPy's compile and driver errors have no common base class
             raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
@@ -223,7 +250,7 @@ class CudaFusedTask(FusedTask):
                  v["raw"], v["labels"], v["orders"], np.int32(self.train_count), np.int32(cfg["epochs"]),
                  np.int32(cfg["batch_size"]), np32(cfg["alpha"]), np32(cfg["momentum"]), np32(-cfg["learning_rate"]),
                  np32(cfg["weight_decay"]), np.uint32(SPIN_LIMIT)),
-                shared_mem=train_shared_bytes(self.rows))
+                shared_mem=train_shared_bytes(self.rows, self.cluster))
         self._barrier_expected = self.steps * self.ctas * (2 if self.split else 1)
 
     def predict(self) -> None:
@@ -254,6 +281,7 @@ class CudaFusedTask(FusedTask):
         return {"name": LEARNER_NAME, "kernel_tool": KERNEL_TOOL, "kernel_source_sha256": kernel_source_sha256(),
                 "cupy": cupy_versions(), "interpreter": False, "train_programs": self.ctas,
                 "train_threads": self.threads, "rows_per_program": self.rows, "split_update": self.split,
+                "cluster_update": self.cluster,
                 "product_precision": "ieee"}
 
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:

@@ -24,13 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fused_device  # noqa: E402  (sets CUBLAS_WORKSPACE_CONFIG before torch is imported)
 
 # (learner, ctas, split) in priority order; learner "fused" is the Triton kernel at its defaults.
-# "cudaN": N warps per block instead of bundle.fused_cuda.WARPS.
+# "cudaN": N warps per block instead of bundle.fused_cuda.WARPS. REV88_PROBE_SHAPES items may add a fourth
+# field, the cluster update: 1 or 0 (absent: the host's default rule).
 SHAPES = (("cuda", 1, 0), ("cuda", 2, 0), ("cuda", 4, 0), ("cuda", 8, 0), ("cuda", 8, 1), ("cuda", 16, 1),
           ("cuda", 3, 0), ("cuda", 6, 0), ("cuda", 32, 1), ("cuda8", 2, 0), ("cuda8", 4, 0), ("cuda16", 1, 0),
           ("cuda6", 4, 0))
 if os.environ.get("REV88_PROBE_SHAPES"):   # "learner:ctas:split,..." instead of the list above, e.g. "cuda16:1:0,cuda:1:0"
-    SHAPES = tuple((name, int(g), int(sp)) for name, g, sp in (item.split(":") for item in
-                                                              os.environ["REV88_PROBE_SHAPES"].split(",")))
+    SHAPES = tuple((parts[0], int(parts[1]), int(parts[2]), *(int(x) for x in parts[3:4])) for parts in (
+        item.split(":") for item in os.environ["REV88_PROBE_SHAPES"].split(",")))
 if os.environ.get("REV88_PROBE_BASELINES"):   # the frozen learner and the Triton default first, same board
     SHAPES = (("frozen", None, None), ("fused", 1, None), *SHAPES)
 DEADLINE_S = float(os.environ.get("REV88_PROBE_DEADLINE", "300"))
@@ -43,8 +44,9 @@ def _make_task(learner: str, inputs: dict, ctas, warps, slices=None):
     from bundle.fused_cuda import WARPS, CudaFusedTask  # noqa: PLC0415
 
     warps_ = int(learner[4:]) if learner[4:] else WARPS   # "cuda8": 8 warps per block
+    cluster = os.environ.get("REV88_PROBE_CLUSTER", "")
     return CudaFusedTask(**inputs, device="cuda", ctas=ctas, split=bool(int(os.environ.get("REV88_PROBE_SPLIT", "0"))),
-                         warps=warps_)
+                         warps=warps_, cluster=None if cluster == "" else bool(int(cluster)))
 
 
 fused_device._make_task = _make_task
@@ -97,23 +99,24 @@ def main() -> int:
                         "cuda_kernel_source_sha256": fused_cuda.kernel_source_sha256(),
                         "cupy": fused_cuda.cupy_versions()},
                     "timings": [], "draws": None}
-    for learner, ctas, split in SHAPES:
+    for learner, ctas, split, *cluster in SHAPES:
         left = DEADLINE_S - (time.perf_counter() - started)
-        ident = {"learner": learner, "ctas": ctas, "split": split}
+        ident = {"learner": learner, "ctas": ctas, "split": split, "cluster": cluster[0] if cluster else None}
         if left < fused_device.MIN_CHILD_S:
             record = {"skipped": f"{left:.0f} s left"}
         else:
             args = ["--child", "timing", "--learner", learner] + ([] if ctas is None else ["--ctas", str(ctas)])
             os.environ["REV88_PROBE_SPLIT"] = str(split or 0)
+            os.environ["REV88_PROBE_CLUSTER"] = str(cluster[0]) if cluster else ""
             record = _run(args, min(90.0, left))
         record = {**ident, **record}
         result["timings"].append(record)
-        print(f"{learner:6s} ctas={ctas} split={split}: ms/task {record.get('ms_per_task_median', 'ERR')} peak "
+        print(f"{learner:6s} ctas={ctas} split={split} cluster={ident['cluster']}: ms/task {record.get('ms_per_task_median', 'ERR')} peak "
               f"{record.get('peak_allocated_bytes')} B, draw 0 equal frozen {record.get('predictions_equal_frozen_hash')} "
               f"{(record.get('error') or record.get('skipped') or '')[:300]}", flush=True)
         fused_device._write_atomic(path, result)
     ok = [r for r in result["timings"] if r["learner"] == "cuda" and r.get("predictions_equal_frozen_hash")
-          and r.get("ms_per_task_median")]
+          and r.get("ms_per_task_median") and r.get("cluster") is None]
     if ok:
         best = min(ok, key=lambda r: r["ms_per_task_median"])
         left = DEADLINE_S + 120.0 - (time.perf_counter() - started)

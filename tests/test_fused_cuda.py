@@ -81,6 +81,18 @@ def test_shared_memory_fits_every_block_count() -> None:
     assert fused_cuda.train_shared_bytes(16) == 4 * (17456 + (6 * 44 + 10) * 36 + 32)
     assert fused_cuda.train_shared_bytes(64) <= 163 * 1024   # an A100 block from G = 2 on
     assert fused_cuda.predict_shared_bytes() == 4 * (17456 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
+    # the cluster update (2 to 8 blocks) also keeps two steps' partials, 2 x 7,554 floats, in every block
+    for ctas in range(2, fused_cuda.MAX_CLUSTER + 1):
+        rows = -(-128 // ctas)
+        assert fused_cuda.train_shared_bytes(rows, True) == fused_cuda.train_shared_bytes(rows) + 4 * 2 * 7554
+        assert fused_cuda.train_shared_bytes(rows, True) <= fused_cuda.SHARED_LIMIT
+
+
+@pytest.mark.parametrize(("ctas", "split", "capability", "want"), [
+    (1, False, (9, 0), False), (2, False, (9, 0), True), (8, False, (9, 0), True), (9, False, (9, 0), False),
+    (4, True, (9, 0), False), (4, False, (8, 0), False), (4, False, (10, 0), True)])
+def test_the_cluster_update_where_clusters_exist(ctas, split, capability, want) -> None:
+    assert fused_cuda.cluster_possible(ctas, split, capability) is want
 
 
 @pytest.mark.parametrize(("rows", "limit", "want"), [
@@ -95,8 +107,8 @@ def test_shared_memory_problem_says_what_helps(rows, limit, want) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "word"), [({"split": "yes"}, "split"), ({"split": 1}, "split"),
-                                              ({"warps": 6}, "warps"), ({"warps": 17}, "warps"),
-                                              ({"warps": True}, "warps")])
+                                              ({"warps": 4}, "warps"), ({"warps": 17}, "warps"),
+                                              ({"warps": True}, "warps"), ({"cluster": 1}, "cluster")])
 def test_bad_split_or_warps_is_one_line_before_any_gpu_work(kwargs, word) -> None:
     inputs = load_draw(0).learner_inputs()
     with pytest.raises(BundleError) as info:
@@ -118,14 +130,19 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
-@pytest.mark.parametrize(("arch", "ctas", "split"), [("sm_90", 1, 0), ("sm_90", 8, 0), ("sm_90", 16, 1),
-                                                      ("sm_80", 2, 0), ("sm_80", 64, 1)])
-def test_kernels_compile_without_spills(tmp_path, arch, ctas, split) -> None:
-    """nvcc's ptxas report for the shapes the fixture launches: both kernels, no stack frame, no spills (on
-    sm_80, whose blocks get at most 163 KB of shared memory, from G = 2 on: G = 1 needs 215,520 B)."""
+@pytest.mark.parametrize(("arch", "ctas", "split", "warps"), [
+    ("sm_90", 1, 0, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.WARPS), ("sm_90", 8, 0, fused_cuda.WARPS),
+    ("sm_90", 16, 1, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.MIN_WARPS), ("sm_90", 12, 0, 12),
+    ("sm_80", 2, 0, fused_cuda.WARPS), ("sm_80", 64, 1, fused_cuda.WARPS)])
+def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> None:
+    """nvcc's ptxas report for the shapes the fixture launches, with the cluster update where the host would
+    choose it (sm_90, 2 to 8 blocks): both kernels, no stack frame, no spills (on sm_80, whose blocks get at
+    most 163 KB of shared memory, from G = 2 on: G = 1 needs 215,520 B)."""
     rows = -(-128 // ctas)
+    cluster = fused_cuda.cluster_possible(ctas, bool(split), (9, 0) if arch == "sm_90" else (8, 0))
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
-                           f"-DNW={fused_cuda.WARPS}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
+                           f"-DNW={warps}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
+                           f"-DCLUSTER={int(cluster)}",
                            f"-DQB={fused_cuda.PREDICT_ROWS}", "-Xptxas", "-v", str(fused_cuda.KERNEL_SOURCE)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -189,13 +206,14 @@ def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("ctas", "split"), [(16, True), (4, False)])
-def test_gpu_all_draws_equal_frozen_predictions(ctas, split) -> None:
+@pytest.mark.parametrize(("ctas", "split", "cluster"), [(16, True, None), (4, False, None), (2, False, False)])
+def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster) -> None:
     """On a GPU with CuPy: every draw's predictions equal the frozen ones, the barrier counter adds up and a
     second invocation repeats the state bits."""
     pytest.importorskip("cupy")
     for draw in range(11):
-        task = fused_cuda.CudaFusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas, split=split)
+        task = fused_cuda.CudaFusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas, split=split,
+                                        cluster=cluster)
         task.run()
         pred, meta = task.outputs()
         assert int((pred != _frozen_predictions(draw)).sum()) == 0, draw

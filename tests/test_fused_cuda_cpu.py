@@ -33,12 +33,20 @@ HERE = REPO_ROOT / "tests" / "fused_cuda_cpu"
 SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");',
           "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
          ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2),
-         ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1))
+         ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1),
+         ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "/* arrive: the CPU waits at the wait */", 1),
+         ('asm volatile("barrier.cluster.wait;" : : : "memory");', "emu_cluster_wait();", 1),
+         ('asm("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));', "a = (unsigned long long)emu_peer(p, rank);",
+          1))
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
 
 
-def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS) -> Path:
+def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
+           cluster: bool | None = None) -> tuple[Path, int]:
+    """The harness with the kernel at this launch shape (cluster: None, as on an sm_90 GPU) and the
+    training block's shared bytes."""
+    cluster = fused_cuda.cluster_possible(ctas, split, (9, 0)) if cluster is None else cluster
     text = fused_cuda.KERNEL_SOURCE.read_text()
     for line, stand_in, count in SWAPS:
         assert text.count(line) == count, f"bundle/fused_cuda.cu no longer has {line!r} {count} time(s)"
@@ -47,23 +55,24 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS) -> 
     exe = tmp / "harness"
     rows = triton_cdiv(FROZEN_CONFIG["batch_size"], ctas)
     proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNW={warps}",
-                           f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DQB={fused_cuda.PREDICT_ROWS}",
+                           f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DCLUSTER={int(cluster)}",
+                           f"-DQB={fused_cuda.PREDICT_ROWS}",
                            str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return exe
+    return exe, fused_cuda.train_shared_bytes(rows, cluster)
 
 
-def _run(exe: Path, tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int):
+def _run(build: tuple[Path, int], tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int):
     raw.astype(np.float32).tofile(tmp / "raw.bin")
     labels.astype(np.int64).tofile(tmp / "labels.bin")
     orders.astype(np.int64).tofile(tmp / "orders.bin")
     initial.astype(np.float32).tofile(tmp / "init.bin")
     query.astype(np.float32).tofile(tmp / "query.bin")
     cfg = FROZEN_CONFIG
-    rows = triton_cdiv(cfg["batch_size"], ctas)
+    exe, train_shared = build
     proc = subprocess.run([str(exe), str(tmp), str(len(raw)), str(epochs), str(cfg["batch_size"]), str(cfg["alpha"]),
                            str(cfg["momentum"]), str(cfg["learning_rate"]), str(cfg["weight_decay"]), str(len(query)),
-                           str(fused_cuda.train_shared_bytes(rows)), str(fused_cuda.predict_shared_bytes())],
+                           str(train_shared), str(fused_cuda.predict_shared_bytes())],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {name: np.fromfile(tmp / f"{name}.bin", dtype) for name, dtype in (
@@ -80,18 +89,23 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
-@pytest.mark.parametrize(("ctas", "split"), [(1, False), (3, True), (8, False), (64, True)])
-def test_kernel_source_matches_the_reference_schedule(tmp_path, ctas, split) -> None:
+@pytest.mark.parametrize(("ctas", "split", "warps", "cluster"), [
+    (1, False, fused_cuda.WARPS, None), (3, True, fused_cuda.WARPS, None), (8, False, fused_cuda.WARPS, None),
+    (2, False, fused_cuda.WARPS, None), (2, False, 12, False), (64, True, fused_cuda.MIN_WARPS, None)])
+def test_kernel_source_matches_the_reference_schedule(tmp_path, ctas, split, warps, cluster) -> None:
     """300 training rows of draw 0, one epoch (batches of 128, 128 and a short one of 44, so some blocks get
     no rows), 200 query rows: parameters, velocities and scores agree with the numpy reference to float32
-    rounding, predictions exactly, every value finite, and the barrier counter adds up."""
+    rounding, predictions exactly, every value finite, and the barrier counter adds up; for the launch
+    shapes of an sm_90 GPU (cluster None: the cluster update at 2 to 8 blocks) and the grid barrier at G = 2.
+    64 blocks run at the fewest warps (one OS thread per CUDA thread)."""
     inputs = load_draw(0).learner_inputs()
     raw = inputs["train_images"].reshape(-1, 81)[:300]
     labels = inputs["train_labels"].astype(np.int64)[:300]
     query = inputs["test_images"].reshape(-1, 81)[:200]
     orders = epoch_orders(300, 1, FROZEN_CONFIG["seed"])
     initial = _initial()
-    out, barrier = _run(_build(tmp_path, ctas, split), tmp_path, raw, labels, orders, initial, query, ctas, 1)
+    out, barrier = _run(_build(tmp_path, ctas, split, warps, cluster), tmp_path, raw, labels, orders, initial, query,
+                        ctas, 1)
     params, velocity = fused_cuda.reference_train(raw.astype(np.float32), labels, orders, initial, ctas,
                                                   {**FROZEN_CONFIG, "epochs": 1})
     assert barrier == 3 * ctas * (2 if split else 1)

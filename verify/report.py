@@ -532,7 +532,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               f"predictions are bit-equal to the frozen ones, {count(correct)} correct in all.", ""]
     shape = {key: next(iter(_values(ctx.rep, f"energy.learners.{key}").values()), NOT_VERIFIED)
              for key in ("train_programs", "train_num_warps", "triton_version", "kernel_source_sha256", "kernel_tool",
-                         "cupy", "split_update", "train_threads", "rows_per_program")}
+                         "cupy", "split_update", "cluster_update", "train_threads", "rows_per_program")}
     if shape["kernel_tool"] == "cuda":
         cupy = shape["cupy"] if isinstance(shape["cupy"], dict) else {}
         lines += [f"rev88-fused's kernel tool and launch shape, one across every record of the archive: CUDA C++ "
@@ -540,7 +540,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
                   f"NVRTC {cupy.get('nvrtc', NOT_VERIFIED)} through CuPy {cupy.get('cupy', NOT_VERIFIED)}; "
                   f"{shape['train_programs']} training blocks of {shape['train_threads']} threads, "
                   f"{shape['rows_per_program']} batch rows each, "
-                  f"{'a sliced update (two grid barriers per step)' if shape['split_update'] else 'every block updating its own state copy (one grid barrier per step)'}; "
+                  f"{_cuda_update_text(shape)}; "
                   f"float32 FMAs; {_cuda_layout_text(shape['kernel_source_sha256'])}.", ""]
         _traffic_lines(ctx, lines, base, base_name)
         return
@@ -554,6 +554,16 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               f"{_slices_text(next(iter(_values(ctx.rep, 'energy.learners.product_slices').values()), NOT_VERIFIED))}.",
               ""]
     _traffic_lines(ctx, lines, base, base_name)
+
+
+def _cuda_update_text(shape: dict) -> str:
+    """How the CUDA tool's blocks combined their partial gradients, from the launch fields."""
+    if shape.get("split_update") is True:
+        return "a sliced update (two grid barriers per step)"
+    if shape.get("cluster_update") is True:
+        return ("the blocks one thread-block cluster, every block updating its own state copy from the partials in "
+                "the blocks' shared memory (one hardware cluster barrier per step)")
+    return "every block updating its own state copy (one grid barrier per step)"
 
 
 def _cuda_layout_text(sha: object) -> str:

@@ -32,15 +32,23 @@ static void write_all(const std::string& path, const std::vector<T>& data) {
     std::fclose(fp);
 }
 
-// Launch `kernel(block)` over `blocks` blocks of NT threads, `waves` blocks at a time.
+// Launch `kernel(block)` over `blocks` blocks of NT threads, `waves` blocks at a time; the blocks of a
+// wave are one cluster (a barrier of all their threads, each other's shared memory).
 template <typename F>
 static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
     for (int first = 0; first < blocks; first += waves) {
         const int count = blocks - first < waves ? blocks - first : waves;
         std::vector<std::vector<float4>> shared(count, std::vector<float4>((shared_bytes + 15) / 16,
                                                                             make_float4(NAN, NAN, NAN, NAN)));
-        std::vector<pthread_barrier_t> barriers(count);
+        std::vector<float4*> shared_of(count);
+        for (int b = 0; b < count; ++b) shared_of[b] = shared[b].data();
+        std::vector<pthread_barrier_t> barriers(count), warp_barriers(count * (NT / 32));
+        pthread_barrier_t cluster;
+        pthread_barrier_init(&cluster, nullptr, count * NT);
+        emu_cluster_barrier = &cluster;
+        emu_shared_blocks = shared_of.data();
         for (auto& b : barriers) pthread_barrier_init(&b, nullptr, NT);
+        for (auto& b : warp_barriers) pthread_barrier_init(&b, nullptr, 32);
         std::vector<std::thread> threads;
         for (int b = 0; b < count; ++b)
             for (int t = 0; t < NT; ++t)
@@ -48,11 +56,14 @@ static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
                     threadIdx.x = t;
                     blockIdx.x = first + b;
                     emu_block_barrier = &barriers[b];
+                    emu_warp_barrier = &warp_barriers[b * (NT / 32) + t / 32];
                     emu_shared = shared[b].data();
                     kernel();
                 });
         for (auto& th : threads) th.join();
         for (auto& b : barriers) pthread_barrier_destroy(&b);
+        for (auto& b : warp_barriers) pthread_barrier_destroy(&b);
+        pthread_barrier_destroy(&cluster);
     }
 }
 

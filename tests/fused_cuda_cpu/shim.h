@@ -1,7 +1,10 @@
 // CPU stand-ins for the CUDA built-ins that bundle/fused_cuda.cu uses, so that its kernels compile
 // with g++ and run with one OS thread per CUDA thread (tests/test_fused_cuda_cpu.py). A block's
-// __syncthreads is a pthread barrier of its NT threads; its shared memory is a per-block array;
-// atomics and fences are the compiler's sequentially consistent ones (stronger than the GPU's).
+// __syncthreads is a pthread barrier of its NT threads, a warp's __syncwarp one of its 32; its shared
+// memory is a per-block array; atomics and fences are the compiler's sequentially consistent ones
+// (stronger than the GPU's). A cluster (the blocks launched together) waits at a pthread barrier of
+// all their threads (the arrive half is a no-op, so the CPU waits at the wait half: at least as
+// strong), and another block's shared memory is its array at the same offset.
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -14,8 +17,16 @@ struct emu_dim { int x; };
 thread_local emu_dim threadIdx, blockIdx;
 thread_local pthread_barrier_t* emu_block_barrier;
 thread_local float4* emu_shared;
+thread_local pthread_barrier_t* emu_warp_barrier;
+static pthread_barrier_t* emu_cluster_barrier;   // set by the harness for the training launch
+static float4** emu_shared_blocks;               // the shared arrays of the blocks launched together
 
 static inline void __syncthreads() { pthread_barrier_wait(emu_block_barrier); }
+static inline void __syncwarp() { pthread_barrier_wait(emu_warp_barrier); }
+static inline void emu_cluster_wait() { pthread_barrier_wait(emu_cluster_barrier); }
+static inline const float* emu_peer(const float* p, unsigned rank) {
+    return reinterpret_cast<const float*>(emu_shared_blocks[rank]) + (p - reinterpret_cast<const float*>(emu_shared));
+}
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline unsigned atomicMax(unsigned* p, unsigned v) {
@@ -33,3 +44,4 @@ static inline float __ldcg(const float* p) {
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)

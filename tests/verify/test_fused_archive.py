@@ -3,7 +3,8 @@ evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8, evidence/h200-fused-202
 single-CTA kernel summing 48 feature columns in slices of 16; one H200 each;
 evidence/h200-fused-cuda-20261203 with the CUDA kernel tool at G = 2, K = 4, its profile on a second
 H200; evidence/h200-fused-cuda-20261203b with the tool's feature-major kernel, G = 2, K = 4, one
-H200): verified with 0 FAIL, forgeries caught.
+H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, no profile phase):
+verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
 rev88 :0:0, rev88-fused; K = 5) and its profile phase (``--learner rev88-fused``). The variant has no
@@ -27,19 +28,22 @@ GRID_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261201-g8"
 SLICED_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261202"   # ctas=1, products in slices of 16 over features
 CUDA_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203"  # REV88_FUSED_KERNEL=cuda, G = 2
 CUDA2_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203b"  # the same, the feature-major kernel
-CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE)
+CUDA3_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203c"  # the cluster update, G = 2, 16 warps
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
 @pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
-                                                            (CUDA2_ARCHIVE, 2, 4)],
-                         ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2"])
+                                                            (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4)],
+                         ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
+                              "cuda-cluster-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
     assert not [c for c, s in statuses.items() if "FAIL" in s]
-    for check in ("metadata.selftest", "memory.inventory.structure.fused", "profile.summary.learner",
+    for check in ("metadata.selftest", "memory.inventory.structure.fused",
+                  *(("profile.summary.learner",) if (archive / "profile").is_dir() else ()),
                   "qualify.record.fresh_process", "placement.gpu_lock", "energy.learners.train_programs",
                   "energy.learners.metadata_block", "energy.learners.inventory_shape",
                   "energy.learners.product_slices", "energy.learners.product_slices.form",
@@ -171,6 +175,28 @@ def _cuda_split_claimed(rec: dict) -> None:
         block["split_update"] = True
 
 
+def _cuda_cluster_denied(rec: dict) -> None:
+    """cluster_update false on a record of the cluster update: the inventory's one-float partials say otherwise."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["cluster_update"] = False
+
+
+def _cuda_cluster_of_sixteen(rec: dict) -> None:
+    """16 blocks (8 rows each) claimed for the cluster update: more than a portable cluster holds."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["train_programs"], block["rows_per_program"] = 16, 8
+
+
+def _cuda_cluster_on_an_a100(rec: dict) -> None:
+    """The cluster update on compute capability 8.0, which has no thread-block clusters."""
+    rec["fixture"]["hardware"]["compute_capability"] = "8.0"
+
+
+def _cuda_cluster_not_a_bool(rec: dict) -> None:
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["cluster_update"] = "yes"
+
+
 def _cuda_no_cupy(rec: dict) -> None:
     for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
         block["cupy"] = None
@@ -212,6 +238,12 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.cuda_shape"),
     (CUDA2_ARCHIVE, "energy/trial-r00-rev88-fused-workspace-16-8.json.gz", _cuda_split_claimed,
      "energy.learners.cuda_buffers"),
+    (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
+     "energy.learners.cuda_buffers"),
+    (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
+    (CUDA3_ARCHIVE, "qualify/draw-09.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA3_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_not_a_bool,
+     "energy.learners.cuda_shape"),
     (ARCHIVE, "qualify/draw-03.json.gz", _validation, "metadata.selftest"),
     (ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _timing_scope, "metadata.constants"),
     (ARCHIVE, "qualify/draw-05.json.gz", _named_bytes, "qualify.record.fresh_process"),

@@ -163,7 +163,7 @@ GRID_ONLY_BUFFERS = ("barrier_count", "state_map")
 #: buffers of the CUDA kernel tool's task (``bundle.fused_cuda.CudaFusedTask.named_tensors``), at every G
 CUDA_BUFFERS = ("barrier_count", "partials", "published")
 LAUNCH_KEYS = ("kernel_tool", "kernel_source_sha256", "triton_version", "cupy", "train_programs", "train_num_warps",
-               "product_precision", "split_update", "train_threads", "rows_per_program")
+               "product_precision", "split_update", "cluster_update", "train_threads", "rows_per_program")
 #: ``tl.dot`` input precisions the fused learner names (bundle.fused_learner.PRODUCT_PRECISIONS)
 PRODUCT_PRECISIONS = ("ieee", "tf32x3")
 #: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
@@ -172,7 +172,14 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: the CUDA tool's kernel sources, by source sha256: threads per training block as (unit, least, most)
 #: multiples, and the shared-memory layout the report names. cc4332af…: 44 threads per row group, 1 to 16
 #: groups (evidence/h200-fused-cuda-20261203); 4764c796…: 32 per warp, 7 to 16 warps
-#: (bundle.fused_cuda.MIN_WARPS, MAX_WARPS; evidence/h200-fused-cuda-20261203b).
+#: (evidence/h200-fused-cuda-20261203b); 4ae1762d…: 32 per warp, 5 to 16 warps (bundle.fused_cuda.MIN_WARPS,
+#: MAX_WARPS; evidence/h200-fused-cuda-20261203c), the first source with the cluster update; 1aa5e645…: the
+#: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d).
+_CLUSTER_KERNEL = {
+    "threads": (32, 5, 16),
+    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
+              "is and transposed, 4 x 4 register tiles per lane, weight gradients on four warps; with the cluster "
+              "update each block's partial gradients in its own shared memory; 32 threads per warp"}
 CUDA_KERNEL_SOURCES = {
     "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
         "threads": (44, 1, 16),
@@ -181,17 +188,23 @@ CUDA_KERNEL_SOURCES = {
         "threads": (32, 7, 16),
         "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight "
                   "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp"},
+    "4ae1762d8f0f710380ff7884e700f2cbffd6f561b6b035ff2a6df33a9c459148": _CLUSTER_KERNEL,
+    "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370": _CLUSTER_KERNEL,
 }
+#: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
+MAX_CLUSTER = 8
 #: any other source: whole warps, at most CUDA's 1,024 threads per block
 CUDA_THREADS_OTHER = (32, 1, 32)
 
 
-def _cuda_shape_problems(block: dict) -> list[str]:
+def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]:
     """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda): rows per
     block ceil(128 / train_programs), threads as :data:`CUDA_KERNEL_SOURCES` says for its kernel source
-    (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, product precision
-    ieee, no Triton version."""
-    problems = []
+    (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, cluster_update a
+    bool (absent in records made before it was recorded) and true only for 2 to :data:`MAX_CLUSTER`
+    blocks without split on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``),
+    product precision ieee, no Triton version."""
+    problems, hardware = [], hardware if isinstance(hardware, dict) else {}
     programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
     if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
         problems.append(f"rows_per_program {rows!r} is not ceil(128 / {programs!r})")
@@ -202,6 +215,16 @@ def _cuda_shape_problems(block: dict) -> list[str]:
                         f"{str(block.get('kernel_source_sha256'))[:8]}…)")
     if type(block.get("split_update")) is not bool:
         problems.append(f"split_update {block.get('split_update')!r} is not a bool")
+    if "cluster_update" in block and type(block["cluster_update"]) is not bool:
+        problems.append(f"cluster_update {block['cluster_update']!r} is not a bool")
+    elif block.get("cluster_update") is True:
+        capability = str(hardware.get("compute_capability") or "")
+        major = int(capability.split(".")[0]) if capability.split(".")[0].isdigit() else None
+        if not (type(programs) is int and 2 <= programs <= MAX_CLUSTER and block.get("split_update") is False
+                and major is not None and major >= 9):
+            problems.append(f"cluster_update true with {programs!r} blocks, split_update "
+                            f"{block.get('split_update')!r}, compute capability {capability or 'unrecorded'}: a cluster "
+                            f"takes 2 to {MAX_CLUSTER} blocks, no split, sm_90 on")
     if block.get("product_precision") != "ieee" or block.get("triton_version") is not None:
         problems.append("a CUDA record names a product precision other than ieee or a Triton version")
     cupy = block.get("cupy")
@@ -212,10 +235,12 @@ def _cuda_shape_problems(block: dict) -> list[str]:
 
 
 def _cuda_inventory_problems(block: dict, inventory: dict) -> list[str]:
-    """The CUDA tool's buffers against its launch fields: ``partials`` float32 (2, G, 7554), ``published``
-    float32 (7554,) with ``split_update`` else (1,), ``barrier_count`` int32 (1,) (``CudaFusedTask``)."""
+    """The CUDA tool's buffers against its launch fields: ``partials`` float32 (2, G, 7554) (with
+    ``cluster_update`` (1,): the partials stay in shared memory), ``published`` float32 (7554,) with
+    ``split_update`` else (1,), ``barrier_count`` int32 (1,) (``CudaFusedTask``)."""
     tensors = {t.get("name"): t for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
-    want = {"partials": ([2, block.get("train_programs"), 7554], "torch.float32"),
+    partials = [1] if block.get("cluster_update") is True else [2, block.get("train_programs"), 7554]
+    want = {"partials": (partials, "torch.float32"),
             "published": ([7554] if block.get("split_update") is True else [1], "torch.float32"),
             "barrier_count": ([1], "torch.int32")}
     return [f"{name} is {tensors.get(name, {}).get('shape')} {tensors.get(name, {}).get('dtype')}, not {shape} {dtype}"
@@ -285,8 +310,11 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
     out.append(check_true("energy.learners.kernel_tool.form", LEARNERS, not bad,
                           f"a kernel_tool is not one of {', '.join(KERNEL_TOOLS)} (bundle.jobs.FUSED_KERNEL_TOOLS): "
                           f"{'; '.join(bad[:3])}", recorded=sorted({str(b.get("kernel_tool")) for _, b, _, _ in found})))
-    bad = [f"{rel}: {'; '.join(_cuda_shape_problems(b))}" for rel, b, _, _ in found
-           if b.get("kernel_tool") == "cuda" and _cuda_shape_problems(b)]
+    def hardware(rec: dict) -> Any:   # a fixture record's own, a qualification record's in its fixture block
+        return rec.get("hardware") or (rec.get("fixture") or {}).get("hardware")
+
+    bad = [f"{rel}: {'; '.join(_cuda_shape_problems(b, hardware(rec)))}" for rel, b, _, rec in found
+           if b.get("kernel_tool") == "cuda" and _cuda_shape_problems(b, hardware(rec))]
     out.append(check_true("energy.learners.cuda_shape", LEARNERS, not bad,
                           f"a CUDA-tool record's launch fields disagree with bundle.fused_cuda: {'; '.join(bad[:3])}"))
     bad = [f"{rel}: {b['product_precision']!r}" for rel, b, _, _ in found
