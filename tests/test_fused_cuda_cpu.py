@@ -2,9 +2,11 @@
 tests/fused_cuda_cpu/shim.h (one OS thread per CUDA thread, a pthread barrier per block) and run by
 tests/fused_cuda_cpu/harness.cpp.
 
-Four lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
-PTX read of the thread index that keeps the update's positions from being hoisted, and
-the two ``extern __shared__`` declarations); every other line is the file the GPU runs, its operations
+Seven lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
+PTX read of the thread index that keeps the update's positions from being hoisted, the two
+``extern __shared__`` declarations, and the cluster's PTX: the barrier's arrive (a no-op: the CPU
+waits at the wait, a barrier of all the cluster's threads) and wait, and ``mapa``, another block's
+copy of a shared address); every other line is the file the GPU runs, its operations
 and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
 are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
