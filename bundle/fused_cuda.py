@@ -141,7 +141,8 @@ class CudaFusedTask(FusedTask):
             its shared memory, the others read them there (distributed shared memory) after the
             hardware cluster barrier, instead of global memory and an atomic grid barrier; False: the
             grid barrier; None (default): True where :func:`cluster_possible` (2 to 8 blocks, no
-            split, sm_90 on). True where it is not possible raises.
+            split, sm_90 on) and the cluster's blocks fit the GPU's shared memory. True where it is
+            not possible raises.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
@@ -193,10 +194,11 @@ class CudaFusedTask(FusedTask):
         if cluster and not possible:
             raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas, no split and compute capability 9.0 or later "
                               f"(got ctas={ctas}, split={self.split}, {props.major}.{props.minor}): use cluster=None")
-        self.cluster = possible if cluster is None else cluster
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
-        problem = shared_memory_problem(self.rows, int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT),
-                                        self.cluster)
+        limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
+        # the default takes the cluster only where its blocks (which also hold their partials) fit
+        self.cluster = (possible and shared_memory_problem(self.rows, limit, True) is None) if cluster is None else cluster
+        problem = shared_memory_problem(self.rows, limit, self.cluster)
         if problem:
             raise BundleError(problem)
         self.device = torch.device(device)

@@ -4,9 +4,9 @@ tests/fused_cuda_cpu/harness.cpp.
 
 Seven lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
 PTX read of the thread index that keeps the update's positions from being hoisted, the two
-``extern __shared__`` declarations, and the cluster's PTX: the barrier's arrive (a no-op: the CPU
-waits at the wait, a barrier of all the cluster's threads) and wait, and ``mapa``, another block's
-copy of a shared address); every other line is the file the GPU runs, its operations
+``extern __shared__`` declarations, and the cluster's PTX: the two halves of its barrier (split on the
+CPU too, with some threads sleeping after they arrive) and ``mapa``, another block's copy of a
+shared address); every other line is the file the GPU runs, its operations
 and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
 are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
@@ -36,7 +36,7 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
           "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
          ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2),
          ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1),
-         ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "/* arrive: the CPU waits at the wait */", 1),
+         ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "emu_cluster_arrive();", 1),
          ('asm volatile("barrier.cluster.wait;" : : : "memory");', "emu_cluster_wait();", 1),
          ('asm("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));', "a = (unsigned long long)emu_peer(p, rank);",
           1))

@@ -33,7 +33,7 @@ static void write_all(const std::string& path, const std::vector<T>& data) {
 }
 
 // Launch `kernel(block)` over `blocks` blocks of NT threads, `waves` blocks at a time; the blocks of a
-// wave are one cluster (a barrier of all their threads, each other's shared memory).
+// wave are one cluster (shim.h's split barrier over all their threads, each other's shared memory).
 template <typename F>
 static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
     for (int first = 0; first < blocks; first += waves) {
@@ -43,9 +43,8 @@ static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
         std::vector<float4*> shared_of(count);
         for (int b = 0; b < count; ++b) shared_of[b] = shared[b].data();
         std::vector<pthread_barrier_t> barriers(count), warp_barriers(count * (NT / 32));
-        pthread_barrier_t cluster;
-        pthread_barrier_init(&cluster, nullptr, count * NT);
-        emu_cluster_barrier = &cluster;
+        emu_cluster_arrivals = 0;
+        emu_cluster_threads = count * NT;
         emu_shared_blocks = shared_of.data();
         for (auto& b : barriers) pthread_barrier_init(&b, nullptr, NT);
         for (auto& b : warp_barriers) pthread_barrier_init(&b, nullptr, 32);
@@ -58,12 +57,12 @@ static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
                     emu_block_barrier = &barriers[b];
                     emu_warp_barrier = &warp_barriers[b * (NT / 32) + t / 32];
                     emu_shared = shared[b].data();
+                    emu_cluster_phase = 0;
                     kernel();
                 });
         for (auto& th : threads) th.join();
         for (auto& b : barriers) pthread_barrier_destroy(&b);
         for (auto& b : warp_barriers) pthread_barrier_destroy(&b);
-        pthread_barrier_destroy(&cluster);
     }
 }
 

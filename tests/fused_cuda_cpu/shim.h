@@ -2,14 +2,17 @@
 // with g++ and run with one OS thread per CUDA thread (tests/test_fused_cuda_cpu.py). A block's
 // __syncthreads is a pthread barrier of its NT threads, a warp's __syncwarp one of its 32; its shared
 // memory is a per-block array; atomics and fences are the compiler's sequentially consistent ones
-// (stronger than the GPU's). A cluster (the blocks launched together) waits at a pthread barrier of
-// all their threads (the arrive half is a no-op, so the CPU waits at the wait half: at least as
-// strong), and another block's shared memory is its array at the same offset.
+// (stronger than the GPU's). A cluster (the blocks launched together) has a split barrier like the
+// GPU's: arrive adds one to a counter (release) and goes on, wait spins until every thread of the
+// cluster has arrived as often as this thread has waited (acquire); the first four warps of block 0
+// sleep after they arrive, so that work misplaced between an arrive and its wait races visibly.
+// Another block's shared memory is its array at the same offset.
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
@@ -18,12 +21,21 @@ thread_local emu_dim threadIdx, blockIdx;
 thread_local pthread_barrier_t* emu_block_barrier;
 thread_local float4* emu_shared;
 thread_local pthread_barrier_t* emu_warp_barrier;
-static pthread_barrier_t* emu_cluster_barrier;   // set by the harness for the training launch
+static unsigned emu_cluster_arrivals;            // the cluster's arrivals so far (reset by the harness per launch)
+static unsigned emu_cluster_threads;             // threads of the cluster
+thread_local unsigned emu_cluster_phase;         // waits this thread has passed
 static float4** emu_shared_blocks;               // the shared arrays of the blocks launched together
 
 static inline void __syncthreads() { pthread_barrier_wait(emu_block_barrier); }
 static inline void __syncwarp() { pthread_barrier_wait(emu_warp_barrier); }
-static inline void emu_cluster_wait() { pthread_barrier_wait(emu_cluster_barrier); }
+static inline void emu_cluster_arrive() {
+    __atomic_fetch_add(&emu_cluster_arrivals, 1u, __ATOMIC_RELEASE);
+    if (blockIdx.x == 0 && threadIdx.x < 128) usleep(20000);
+}
+static inline void emu_cluster_wait() {
+    const unsigned target = ++emu_cluster_phase * emu_cluster_threads;
+    while (__atomic_load_n(&emu_cluster_arrivals, __ATOMIC_ACQUIRE) < target) sched_yield();
+}
 static inline const float* emu_peer(const float* p, unsigned rank) {
     return reinterpret_cast<const float*>(emu_shared_blocks[rank]) + (p - reinterpret_cast<const float*>(emu_shared));
 }

@@ -3,7 +3,8 @@ evidence/h200-fused-20261201-g8 with REV88_FUSED_CTAS=8, evidence/h200-fused-202
 single-CTA kernel summing 48 feature columns in slices of 16; one H200 each;
 evidence/h200-fused-cuda-20261203 with the CUDA kernel tool at G = 2, K = 4, its profile on a second
 H200; evidence/h200-fused-cuda-20261203b with the tool's feature-major kernel, G = 2, K = 4, one
-H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, no profile phase):
+H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, no profile phase, and
+evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -29,15 +30,17 @@ SLICED_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-20261202"   # ctas=1, prod
 CUDA_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203"  # REV88_FUSED_KERNEL=cuda, G = 2
 CUDA2_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203b"  # the same, the feature-major kernel
 CUDA3_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203c"  # the cluster update, G = 2, 16 warps
-CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE)
+CUDA4_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203d"  # the same source tidied, 12 warps
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
 @pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
-                                                            (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4)],
+                                                            (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
+                                                            (CUDA4_ARCHIVE, 2, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
-                              "cuda-cluster-2"])
+                              "cuda-cluster-2", "cuda-cluster-12-warps-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -197,6 +200,21 @@ def _cuda_cluster_not_a_bool(rec: dict) -> None:
         block["cluster_update"] = "yes"
 
 
+def _cuda_cluster_claimed_by_the_old_kernel(rec: dict) -> None:
+    """cluster_update true (and the cluster's one-float partials) in a record of 4764c796…, which has no cluster."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["cluster_update"] = True
+    for t in rec["buffer_inventory"]["named_tensors"]:
+        if t.get("name") == "partials":
+            t["shape"] = [1]
+
+
+def _cuda_cluster_field_dropped(rec: dict) -> None:
+    """A record of a cluster source without cluster_update, as if made before the field existed."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block.pop("cluster_update")
+
+
 def _cuda_no_cupy(rec: dict) -> None:
     for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
         block["cupy"] = None
@@ -238,6 +256,9 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.cuda_shape"),
     (CUDA2_ARCHIVE, "energy/trial-r00-rev88-fused-workspace-16-8.json.gz", _cuda_split_claimed,
      "energy.learners.cuda_buffers"),
+    (CUDA2_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_claimed_by_the_old_kernel,
+     "energy.learners.cuda_shape"),
+    (CUDA4_ARCHIVE, "qualify/draw-03.json.gz", _cuda_cluster_field_dropped, "energy.learners.cuda_shape"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),

@@ -175,7 +175,10 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: (evidence/h200-fused-cuda-20261203b); 4ae1762d…: 32 per warp, 5 to 16 warps (bundle.fused_cuda.MIN_WARPS,
 #: MAX_WARPS; evidence/h200-fused-cuda-20261203c), the first source with the cluster update; 1aa5e645…: the
 #: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d).
+#: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
+#: other listed source may claim it.
 _CLUSTER_KERNEL = {
+    "cluster": True,
     "threads": (32, 5, 16),
     "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
               "is and transposed, 4 x 4 register tiles per lane, weight gradients on four warps; with the cluster "
@@ -201,7 +204,8 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
     """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda): rows per
     block ceil(128 / train_programs), threads as :data:`CUDA_KERNEL_SOURCES` says for its kernel source
     (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, cluster_update a
-    bool (absent in records made before it was recorded) and true only for 2 to :data:`MAX_CLUSTER`
+    bool (present exactly for the sources :data:`CUDA_KERNEL_SOURCES` marks ``cluster``, and for
+    sources it does not list; never true for a listed source without it) and true only for 2 to :data:`MAX_CLUSTER`
     blocks without split on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``),
     product precision ieee, no Triton version."""
     problems, hardware = [], hardware if isinstance(hardware, dict) else {}
@@ -215,6 +219,13 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
                         f"{str(block.get('kernel_source_sha256'))[:8]}…)")
     if type(block.get("split_update")) is not bool:
         problems.append(f"split_update {block.get('split_update')!r} is not a bool")
+    source = CUDA_KERNEL_SOURCES.get(block.get("kernel_source_sha256"))
+    if source is not None and source.get("cluster") and "cluster_update" not in block:
+        problems.append(f"no cluster_update in a record of kernel source {str(block.get('kernel_source_sha256'))[:8]}…, "
+                        "which has the cluster update")
+    if source is not None and not source.get("cluster") and block.get("cluster_update") is True:
+        problems.append(f"cluster_update true in a record of kernel source {str(block.get('kernel_source_sha256'))[:8]}…, "
+                        "which has no cluster update")
     if "cluster_update" in block and type(block["cluster_update"]) is not bool:
         problems.append(f"cluster_update {block['cluster_update']!r} is not a bool")
     elif block.get("cluster_update") is True:
