@@ -16,9 +16,10 @@
 //     feature rows start in different banks). Arrays: the halves L, R as is and through relu
 //     (RL, RR), their gradients dL, dR, and the logits Zt (10 x RS), later the loss gradient.
 //     Every block keeps the whole parameter state twice: each branch weight as Wn[o][i] and
-//     Wt[i][o] (41 rows of 48 floats, zero past 41), the head as Hn[c][88] (left half in
+//     Wt[i][o] (41 rows of 44 floats, zero past 41), the head as Hn[c][88] (left half in
 //     columns 0..40, right in 44..84) and Ht[f][10], the bias. Velocities live in registers:
-//     thread t owns state entries lo + t, lo + t + NT, ...
+//     thread t owns state entries lo + t, lo + t + NT, ... (at 10 to 12 warps without SPLIT also
+//     their shared offsets, as 16-bit pcode()s).
 //   * Products: a warp computes a 16-feature x 32-row tile of an output, each lane a 4 x 4
 //     register tile, k ascending, one float4 of each operand per k; the lanes are arranged so
 //     that both float4 reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
@@ -28,12 +29,14 @@
 //     batch): four forward branches; logits and the mean cross-entropy gradient (a warp per 16
 //     rows); head and bias partial gradients with dL, dR; the reversible backward, one phase per
 //     branch (W3, W2, W1, W0): four warps take the weight's partial gradient while the others take
-//     the leaf's gradient and the rebuilt half, or in W0 read step s+1's rows and lift them
-//     (relu of the right half after W0). The partial gradient of all 7,554 parameters
-//     (state-vector order of spec 3) goes to buffer s mod 2: with CLUSTER in the block's own shared
-//     memory, else to part[s mod 2][b] in global memory.
-//   * The blocks meet, then every block sums the G partials in the fixed order 0..G-1 and updates
-//     its own state (same inputs, same code, so every copy has the same bits), or with SPLIT a slice:
+//     the leaf's gradient and the rebuilt half, or in W0 read step s+1's rows (coalesced; their
+//     training indices read at the start of step s) and lift them (relu of the right half after
+//     W0). The partial gradient of all 7,554 parameters (state-vector order of spec 3) goes to
+//     buffer s mod 2: with CLUSTER in the block's own shared memory, else to part[s mod 2][b] in
+//     global memory.
+//   * The blocks meet, then every block sums the G partials in the fixed order 0..G-1 (every partial
+//     read before the first store) and updates its own state (same inputs, same code, so every copy
+//     has the same bits), or with SPLIT a slice:
 //     - CLUSTER = 1 (2 <= G <= 8, sm_90 on): the G blocks are one thread-block cluster; they meet
 //       at the hardware cluster barrier and read each other's partials from distributed shared
 //       memory;
@@ -57,7 +60,8 @@
 
 #define HF 41                            // coordinates per half
 #define FR 44                            // feature rows of an activation array (41 live, 3 zero)
-#define WS 48                            // row stride of a shared weight copy (41 live, 7 zero)
+#define WS 44                            // row stride of a shared weight copy (41 live, 3 zero; 44 = 12 mod 32 banks:
+                                         // the update's stores of a transposed copy, rows apart, meet 4-way, not 16)
 #define WSZ (HF * WS)                    // floats per shared weight copy (41 rows)
 #define NCLS 10                          // classes
 #define DIM 82                           // lifted features
@@ -97,6 +101,9 @@
 #define CHUNK NSTATE
 #endif
 #define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
+#define KEEP_CODES (!SPLIT && NW >= 10 && NW <= 12)  // the update keeps its pcode()s in registers (a thread of 10 to
+                                         // 12 warps has room for them: ptxas spills at 9 and at 16 warps),
+                                         // else it divides in every step
 #ifndef CLUSTER
 #define CLUSTER 0
 #endif
@@ -110,6 +117,36 @@
 #define QRS (QRP + 4)
 
 __device__ __forceinline__ float relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+// Entry k's place in 16 bits (the update keeps two per register instead of dividing in every step):
+// region (0..3 a branch weight, 4 the head, 5 the bias) << 12, then o << 6 | i of a weight (o, i < 41),
+// c << 7 | j of the head (c < 10, j < 82), c of the bias; and the two offsets ppos() gives from it.
+__device__ __forceinline__ unsigned pcode(int k) {
+    if (k < HEAD_OFF) {
+        const int b = k / NWT, rem = k - b * NWT, o = rem / HF, i = rem - o * HF;
+        return (unsigned)(b << 12 | o << 6 | i);
+    }
+    if (k < BIAS_OFF) {
+        const int rem = k - HEAD_OFF, c = rem / DIM, j = rem - c * DIM;
+        return (unsigned)(4 << 12 | c << 7 | j);
+    }
+    return (unsigned)(5 << 12 | (k - BIAS_OFF));
+}
+__device__ __forceinline__ void pcode_pos(unsigned code, int& pn, int& pt) {
+    const int region = (int)(code >> 12);
+    if (region < 4) {
+        const int o = (int)(code >> 6) & 63, i = (int)code & 63;
+        pn = OWN + region * WSZ + o * WS + i;
+        pt = OWT + region * WSZ + i * WS + o;
+    } else if (region == 4) {
+        const int c = (int)(code >> 7) & 31, j = (int)code & 127;
+        pn = OHN + c * HN + (j < HF ? j : j + 3);
+        pt = OHT + j * NCLS + c;
+    } else {
+        pn = OB + ((int)code & 15);
+        pt = pn;
+    }
+}
 
 // Shared offsets of state-vector entry k: its natural copy (pn) and its transposed copy (pt;
 // the bias has one copy, pt == pn).
@@ -160,13 +197,20 @@ __device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, un
 
 // Thread-block cluster (CLUSTER: the G training blocks are one cluster, block b its rank b): the
 // cluster barrier in two halves (arrive: release of this thread's earlier writes; wait: until every
-// thread of every block arrived, acquire), and block rank's copy of this block's shared address p.
+// thread of every block arrived, acquire); the shared::cluster address (32 bits) of block rank's copy
+// of this block's shared address p, and a float read there (distributed shared memory).
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive;" : : : "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" : : : "memory"); }
-__device__ __forceinline__ const float* cluster_peer(const float* p, unsigned rank) {
-    unsigned long long a;
-    asm("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));
-    return reinterpret_cast<const float*>(a);
+__device__ __forceinline__ unsigned cluster_addr(const float* p, unsigned rank) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    unsigned r;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ float cluster_load(unsigned addr) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -458,34 +502,71 @@ __device__ __forceinline__ int step_count(int s, int nb, int n_train, int batch)
     return n_train - first < batch ? n_train - first : batch;
 }
 
-// Step s's rows for this block, by the threads of warps NWG.. while warps 0..NWG-1 take W0's
-// gradient: thread r of them (and r + their count, ...) reads row r's training index and label and
-// writes the row's lifted halves L, R and relu(L) as lift() does (zeros past nr and for features
-// past 41); relu(R) waits for W0, which reads RR (relu_right()).
-__device__ __forceinline__ void lift_rows(float* L, float* R, float* RL, int* rows, int* labs,
+// Step s's rows for this block, by the LW = NW - NWG warps NWG.. while warps 0..NWG-1 take W0's gradient.
+// rows[] already holds the rows' training indices (next_rows(), at the start of step s - 1). Lift warp w
+// takes rows w, w + LW, ...: per row its lanes read the 81 pixels as three runs of 32 (coalesced; the
+// reads of up to LB rows are issued before the first store) and write the lifted halves L, R and relu(L)
+// as lift() does: pixel p < 41 to L[p], p >= 41 to R[p - 41], zeros for features past 41 (R: past 40)
+// and for rows r >= nr; lane 0 the row's label. relu(R) waits for W0, which reads RR (relu_right()).
+#define LW (NW - NWG)                   // lift warps
+#define RPW ((RP + LW - 1) / LW)        // rows a lift warp takes
+#define LB (RPW < 8 ? RPW : 8)          // of them in flight at once
+__device__ __forceinline__ void lift_rows(float* L, float* R, float* RL, const int* rows, int* labs,
                                           const float* __restrict__ raw, const long long* __restrict__ labels,
-                                          const long long* __restrict__ orders, int s, int nb, int n_train, int batch) {
-    const int e = s / nb, first = (s - e * nb) * batch;
-    const int nr = block_rows(step_count(s, nb, n_train, batch));
-    for (int r = threadIdx.x - 32 * NWG; r < RP; r += NT - 32 * NWG) {
-        if (r < nr) {
-            const long long ix = orders[(long long)e * n_train + first + blockIdx.x * ROWS + r];
-            rows[r] = (int)ix;
-            labs[r] = (int)labels[ix];
-            const float* x = raw + ix * (DIM - 1);
-#pragma unroll 11
-            for (int j = 0; j < FR; ++j) {
-                const float l = j < HF ? x[j] * 4.0f - 0.5f : 0.0f;
-                const float rr = j < HF - 1 ? x[HF + j] * 4.0f - 0.5f : 0.0f;
-                L[j * RS + r] = l;
-                R[j * RS + r] = rr;
-                RL[j * RS + r] = relu(l);
+                                          int nr) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) - NWG;
+    for (int q0 = 0; q0 < RPW; q0 += LB) {
+        float v[LB][3];
+        int lab[LB];
+#pragma unroll
+        for (int q = 0; q < LB; ++q) {
+            const int r = w + LW * (q0 + q);
+            const int ix = r < nr ? rows[r] : 0;
+            const float* x = raw + (long long)ix * (DIM - 1);
+            v[q][0] = x[lane];
+            v[q][1] = x[32 + lane];
+            v[q][2] = x[64 + (lane < 17 ? lane : 16)];
+            lab[q] = lane == 0 && r < nr ? (int)labels[ix] : 0;
+        }
+#pragma unroll
+        for (int q = 0; q < LB; ++q) {
+            const int r = w + LW * (q0 + q);
+            if (q0 + q >= RPW || r >= RP) continue;
+            if (r < nr) {
+                if (lane == 0) labs[r] = lab[q];
+                const float a = v[q][0] * 4.0f - 0.5f, b = v[q][1] * 4.0f - 0.5f, c = v[q][2] * 4.0f - 0.5f;
+                L[lane * RS + r] = a;
+                RL[lane * RS + r] = relu(a);
+                if (lane < 9) {
+                    L[(32 + lane) * RS + r] = b;
+                    RL[(32 + lane) * RS + r] = relu(b);
+                } else {
+                    R[(lane - 9) * RS + r] = b;
+                }
+                if (lane < 17) {
+                    R[(23 + lane) * RS + r] = c;
+                } else if (lane < 20) {
+                    L[(24 + lane) * RS + r] = 0.0f;
+                    RL[(24 + lane) * RS + r] = 0.0f;
+                } else if (lane < 24) {
+                    R[(20 + lane) * RS + r] = 0.0f;
+                }
+            } else {
+                L[lane * RS + r] = R[lane * RS + r] = RL[lane * RS + r] = 0.0f;
+                if (lane < FR - 32) L[(32 + lane) * RS + r] = R[(32 + lane) * RS + r] = RL[(32 + lane) * RS + r] = 0.0f;
             }
-        } else {
-#pragma unroll 4
-            for (int j = 0; j < FR; ++j) L[j * RS + r] = R[j * RS + r] = RL[j * RS + r] = 0.0f;
         }
     }
+}
+
+// The training indices of step s's rows for this block into rows[] (by the threads of warps NWG..; read
+// by lift_rows() in the next step's W0, after the labels of this step are used).
+__device__ __forceinline__ void next_rows(int* rows, const long long* __restrict__ orders, int s, int nb, int n_train,
+                                          int batch) {
+    const int e0 = s / nb, first = (s - e0 * nb) * batch + blockIdx.x * ROWS;
+    const int nr = block_rows(step_count(s, nb, n_train, batch));
+    for (int r = threadIdx.x - 32 * NWG; r < nr; r += NT - 32 * NWG)
+        rows[r] = (int)orders[(long long)e0 * n_train + first + r];
 }
 
 // RR = relu(R) over the block's RP rows (the rest of lift_rows, once W0 is done).
@@ -495,6 +576,26 @@ __device__ __forceinline__ void relu_right(float* RR, const float* R) {
         RR[at] = relu(R[at]);
     }
 }
+
+// Measurement build only (-DREV88_PHASE_CLOCK, scripts/fused_cuda_phases.py; never in a record): thread 0
+// (warp 0, a weight-gradient warp) and thread 32 * NWG (the first of the others) each add the SM
+// cycles (clock64) between the marks of every step to rev88_phase_cycles[block][thread][mark].
+#ifdef REV88_PHASE_CLOCK
+#define NMARK 14
+__device__ unsigned long long rev88_phase_cycles[64 * 2 * NMARK];
+#define PHASE_DECLARE long long pc_[NMARK], t_ = 0; _Pragma("unroll") for (int m_ = 0; m_ < NMARK; ++m_) pc_[m_] = 0;
+#define PHASE_START t_ = clock64();
+#define PHASE_MARK(m) { const long long n_ = clock64(); pc_[m] += n_ - t_; t_ = n_; }
+#define PHASE_WRITE                                                                                         \
+    if (threadIdx.x == 0 || threadIdx.x == 32 * NWG)                                                        \
+        _Pragma("unroll") for (int m_ = 0; m_ < NMARK; ++m_)                                                \
+            atomicAdd(rev88_phase_cycles + (b * 2 + (threadIdx.x != 0)) * NMARK + m_, (unsigned long long)pc_[m_]);
+#else
+#define PHASE_DECLARE
+#define PHASE_START
+#define PHASE_MARK(m)
+#define PHASE_WRITE
+#endif
 
 #if CLUSTER
 #define TRAIN_ATTRIBUTES __launch_bounds__(NT, 1) __cluster_dims__(G, 1, 1)
@@ -544,22 +645,39 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     const int lo = 0;
 #endif
     const int hi = lo + CHUNK < NSTATE ? lo + CHUNK : NSTATE;
+    PHASE_DECLARE
+#if KEEP_CODES
+    unsigned codes[(VR + 1) / 2];   // pcode() of this thread's entries of the update, two per register
+#pragma unroll
+    for (int j = 0; j < (VR + 1) / 2; ++j) codes[j] = 0;
+#pragma unroll
+    for (int j = 0; j < VR; ++j)
+        if (threadIdx.x + j * NT < NSTATE) codes[j / 2] |= pcode(threadIdx.x + j * NT) << (16 * (j % 2));
+#endif
     int count = step_rows(rows, labs, orders, labels, 0, nb, n_train, batch);
     __syncthreads();
     lift<RP>(L, R, RL, RR, raw, rows, block_rows(count));
     __syncthreads();
     for (int s = 0; s < steps; ++s) {   // the step's rows are lifted (before the loop, or at the last barrier)
         const int nr = block_rows(count), nr4 = (nr + 3) & ~3;
+        // the training indices of step s + 1's rows, read now, used in W0
+        if (warp >= NWG && s + 1 < steps) next_rows(rows, orders, s + 1, nb, n_train, batch);
+        PHASE_START
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT, alpha, t, nr);
         __syncthreads();   // l1 = l0 + f(r0; W0)
+        PHASE_MARK(0)
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
         __syncthreads();   // r1 = r0 + f(l1; W1)
+        PHASE_MARK(1)
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
         __syncthreads();   // l2 = l1 + f(r1; W2)
+        PHASE_MARK(2)
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
         __syncthreads();   // r2 = r1 + f(l2; W3)
+        PHASE_MARK(3)
         for (int t = warp; t < RP / 16; t += NW) logits_loss(Zt, L, R, P, labs, nr, (float)count, t);
         __syncthreads();
+        PHASE_MARK(4)
 #if CLUSTER
         float* gp = PART + (s & 1) * NSTATE;
 #else
@@ -569,6 +687,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         if (warp < NHG) head_task(gp, Zt, L, R, nr4, warp);
         else for (int t = warp - NHG; t < 6 * (RP / 32); t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
         __syncthreads();
+        PHASE_MARK(5)
         // reversible backward: block 1 (W3, W2) then block 0 (W1, W0); per branch the weight's
         // partial gradient (warps 0..NWG-1), the leaf's gradient and the rebuilt half (the others)
         if (warp < NWG) weight_task(gp + 3 * NWT, dR, RL, nr4, alpha, warp);              // W3: leaf l2, upstream dR
@@ -576,35 +695,43 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t >> 1, nr);   // r1 = r2 - f(l2)
             else leaf_task(dL, dR, L, P + OWN + 3 * WSZ, alpha, t >> 1, nr);
         }
+        PHASE_MARK(6)
         __syncthreads();
+        PHASE_MARK(7)
         if (warp < NWG) weight_task(gp + 2 * NWT, dL, RR, nr4, alpha, warp);              // W2: leaf r1, upstream dL
         else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t >> 1, nr);   // l1 = l2 - f(r1)
             else leaf_task(dR, dL, R, P + OWN + 2 * WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
+        PHASE_MARK(8)
         if (warp < NWG) weight_task(gp + NWT, dR, RL, nr4, alpha, warp);                  // W1: leaf l1, upstream dR
         else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + WSZ, alpha, t >> 1, nr);       // r0 = r1 - f(l1)
             else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
+        PHASE_MARK(9)
         // W0: leaf r0, upstream dL; meanwhile the other warps lift most of step s + 1's rows
         if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);
-        else if (s + 1 < steps) lift_rows(L, R, RL, rows, labs, raw, labels, orders, s + 1, nb, n_train, batch);
+        else if (s + 1 < steps) lift_rows(L, R, RL, rows, labs, raw, labels, block_rows(step_count(s + 1, nb, n_train, batch)));
+        PHASE_MARK(10)
         if (s + 1 < steps) count = step_count(s + 1, nb, n_train, batch);
-        int first;   // threadIdx.x, opaque, so that the positions of the update are not kept across steps
+        int first;   // threadIdx.x, opaque, so that positions the update computes are not kept across steps
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));
 #if CLUSTER
         // the cluster barrier; while it waits, the next step's rows are lifted (the activations are free now)
         __syncthreads();
+        PHASE_MARK(11)
         cluster_arrive();
         if (s + 1 < steps) relu_right(RR, R);
         cluster_wait();
+        PHASE_MARK(12)
         if (threadIdx.x == 0) atomicAdd(sync, 1u);
         const float* pb = PART + (s & 1) * NSTATE;
 #elif G == 1 && !SPLIT
         __syncthreads();   // the partial (global memory) is visible to the whole block
+        PHASE_MARK(11)
         if (threadIdx.x == 0) atomicAdd(sync, 1u);
         if (s + 1 < steps) relu_right(RR, R);
         const float* pb = part + (long long)(s & 1) * G * NSTATE;
@@ -612,10 +739,12 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         const float* pb = part + (long long)(s & 1) * G * NSTATE;
         // the grid barrier; while it waits, the next step's rows are lifted (the activations are free now)
         barrier_arrive(sync);
+        PHASE_MARK(11)
         if (s + 1 < steps) relu_right(RR, R);
 #endif
 #if SPLIT
         barrier_wait(sync, (unsigned)(2 * s + 1) * G, spin_limit);
+        float gs[VR];
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
             const int k = lo + first + j * NT;
@@ -623,9 +752,16 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
                 float g = __ldcg(pb + k);
 #pragma unroll
                 for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
+                gs[j] = g;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < VR; ++j) {
+            const int k = lo + first + j * NT;
+            if (k < hi) {
                 int pn, pt;
                 ppos(k, pn, pt);
-                float v = vr[j] * momentum + g;
+                float v = vr[j] * momentum + gs[j];
                 v = v + weight_decay * P[pn];
                 vr[j] = v;
                 pbuf[k] = P[pn] + neg_lr * v;
@@ -644,22 +780,43 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #if !CLUSTER && G > 1
         barrier_wait(sync, (unsigned)(s + 1) * G, spin_limit);
 #endif
+#if !CLUSTER
+        PHASE_MARK(12)
+#endif
+        // every partial is read before the first store to the state (the reads cannot wait on the stores)
+#if CLUSTER
+        unsigned peer[G];
+#pragma unroll
+        for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
+#endif
+        float gs[VR];
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
             const int k = first + j * NT;
             if (k < NSTATE) {
 #if CLUSTER
-                float g = cluster_peer(pb, 0)[k];
+                float g = cluster_load(peer[0] + 4u * k);
 #pragma unroll
-                for (int q = 1; q < G; ++q) g += cluster_peer(pb, q)[k];
+                for (int q = 1; q < G; ++q) g += cluster_load(peer[q] + 4u * k);
 #else
                 float g = __ldcg(pb + k);
 #pragma unroll
                 for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
 #endif
+                gs[j] = g;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < VR; ++j) {
+            const int k = first + j * NT;
+            if (k < NSTATE) {
                 int pn, pt;
+#if KEEP_CODES
+                pcode_pos((codes[j / 2] >> (16 * (j % 2))) & 0xffffu, pn, pt);
+#else
                 ppos(k, pn, pt);
-                float v = vr[j] * momentum + g;
+#endif
+                float v = vr[j] * momentum + gs[j];
                 v = v + weight_decay * P[pn];
                 vr[j] = v;
                 const float p = P[pn] + neg_lr * v;
@@ -669,7 +826,9 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         }
 #endif
         __syncthreads();
+        PHASE_MARK(13)
     }
+    PHASE_WRITE
 #if CLUSTER
     cluster_arrive();   // no block leaves while another may still read its partials
     cluster_wait();

@@ -44,10 +44,13 @@ KERNEL_TOOL = "cuda"
 KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
 STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
 FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
-SHARED_PARAMS = 8 * HALF * 48 + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
-WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads. H200 GPU-02f5a4eb, this
-                          # kernel, draw 0: at G = 2 (the least energy) 4.34 ms/task against 4.48 at 16 warps; at G = 4
-                          # 16 warps are faster (3.03 against 3.22); docs/measurements/fused-cuda-probe-20261203f
+WEIGHT_STRIDE = 44        # row stride of a shared weight copy (fused_cuda.cu WS: 41 live, 3 zero)
+SHARED_PARAMS = 8 * HALF * WEIGHT_STRIDE + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
+WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads. H200 GPU-073d795d, draw 0,
+                          # training on CUDA events, the revision just before 93597b73: at G = 2 (the least energy)
+                          # 4.16 ms against 4.24 at 16 warps, at G = 4 3.13 against 3.20
+                          # (docs/measurements/fused-cuda-phases-20261203/c-second-revision); 12 warps also keep
+                          # the update's offsets in registers (fused_cuda.cu KEEP_CODES)
 MIN_WARPS, MAX_WARPS = 5, 16   # four take weight gradients, at least one the rows; 16: 512 threads, 128 registers
 PREDICT_ROWS = 64         # query rows per predict block
 SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (seconds, as the Triton tool's)
@@ -155,6 +158,10 @@ class CudaFusedTask(FusedTask):
             shared memory.
     """
 
+    #: extra NVRTC options of a measurement subclass (scripts/fused_cuda_phases.py adds
+    #: ``-DREV88_PHASE_CLOCK``); empty in every task the protocol runs.
+    extra_defines: tuple[str, ...] = ()
+
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
                  ctas: int = 8, split: bool | None = None, warps: int = WARPS,
                  cluster: bool | None = None) -> None:
@@ -217,9 +224,11 @@ class CudaFusedTask(FusedTask):
 
     def _compile(self, cupy) -> None:
         options = ("-std=c++14", f"-DNW={self.warps}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
-                   f"-DSPLIT={int(self.split)}", f"-DCLUSTER={int(self.cluster)}", f"-DQB={PREDICT_ROWS}")
+                   f"-DSPLIT={int(self.split)}", f"-DCLUSTER={int(self.cluster)}", f"-DQB={PREDICT_ROWS}",
+                   *self.extra_defines)
         try:
             module = cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=options)
+            self._module = module
             self._train_fn = module.get_function("rev88_train")
             self._predict_fn = module.get_function("rev88_predict")
             self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.cluster)

@@ -57,12 +57,15 @@ DEVICE_ATTRIBUTES: tuple[str, ...] = (
 
 L2_SECTOR_BYTES = 32  #: one L2 sector request is 32 bytes
 HIT_RATE_MAX_PERCENT = 100.0  #: the original's bound; values above it are kept and flagged
-#: Hit rates above this are refused everywhere. Overshoot seen on H200s with ncu 2025.3.1: 100.24 (an
-#: L2-resident matmul, ``tests/recorded/ncu/h200-tiny-matmul.csv``) and 101.26 (the rev88-fused CUDA
-#: kernel tool at G = 2, task scope, 2026-12-03, whose whole working set stays in L2; the phase refused
-#: it under the former 101 bound). Values above 100 are kept and flagged
-#: (``l2_sector_hit_rate_above_100_percent``); the bound is a chosen margin over what was seen.
-HIT_RATE_REFUSE_PERCENT = 105.0
+#: Hit rates above this are refused everywhere: the bound catches a value that is no hit rate at all (a
+#: count, another column). Overshoot seen on H200s with ncu 2025.3.1 (likely because ncu replays the
+#: kernel, and one with few L2 sectors varies between replays): 100.24 (an L2-resident matmul,
+#: ``tests/recorded/ncu/h200-tiny-matmul.csv``), 101.26 (the rev88-fused CUDA kernel tool, task scope;
+#: refused under a former 101 bound), then for its source 93597b73… at training scope 105.19
+#: (``GPU-2583ba4c``, refused under a former 105 bound) and 109.11 on the rerun of that repeat
+#: (``GPU-1a88b7e9``, kept in evidence/h200-fused-cuda-20261203e). Values above 100 are kept and flagged
+#: (``l2_sector_hit_rate_above_100_percent``); 150 is far above that noise and far below any count.
+HIT_RATE_REFUSE_PERCENT = 150.0
 RANGE_KERNEL_NAME = "range"  #: "Kernel Name" of an app-range result (spec 6.3)
 PINNED_NCU_VERSION = "2025.1.1"  #: the original's Nsight Compute (spec 6.1)
 FIXTURE_REPEATS = 16  #: ``--repeats`` handed to the fixture in profile mode (spec 6.1)
@@ -254,7 +257,7 @@ def scale_value(name: str, raw_value: str, raw_unit: str) -> float:
     value = parse_ncu_number(raw_value, name) * units[raw_unit]
     if name == L2_HIT_RATE and value > HIT_RATE_REFUSE_PERCENT:
         raise BundleError(f"{name} is {raw_value} %, above the {HIT_RATE_REFUSE_PERCENT:g} % any hit rate may read "
-                          "(ncu overshoots 100 % by a fraction of a point at most): the value is not a hit rate")
+                          "(ncu overshoots 100 % by some points at most): the value is not a hit rate")
     return value
 
 
@@ -274,11 +277,11 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = None) -
     Args:
         output: ncu's stdout (and stderr), or just the CSV lines.
         hit_rate_limit_percent: upper bound of ``lts__t_sector_hit_rate.pct``; ``None``
-            (default) keeps any value up to :data:`HIT_RATE_REFUSE_PERCENT` (105), which is
+            (default) keeps any value up to :data:`HIT_RATE_REFUSE_PERCENT` (150), which is
             always refused above. The original required ≤ 100 (:data:`HIT_RATE_MAX_PERCENT`),
             but ncu 2025.3.1 printed 100.24 for an L2-resident matmul on the H200
             (``tests/recorded/ncu/h200-tiny-matmul.csv``) and 101.26 for the fused CUDA kernel
-            tool, so the phase records such values
+            tool (105.19 and 109.11 for a later source), so the phase records such values
             with a flag rather than failing.
 
     Returns:

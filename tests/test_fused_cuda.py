@@ -76,11 +76,11 @@ def test_shared_memory_fits_every_block_count() -> None:
     for ctas in (1, 2, 4, 8, 16, 32, 64, 128):
         rows = -(-128 // ctas)
         assert fused_cuda.train_shared_bytes(rows) <= fused_cuda.SHARED_LIMIT
-    # G = 1: parameters 17,456 floats; 6 activation arrays and the logits, 44 and 10 feature rows of 132; rows, labels
-    assert fused_cuda.train_shared_bytes(128) == 4 * (17456 + (6 * 44 + 10) * 132 + 256) == 215520
-    assert fused_cuda.train_shared_bytes(16) == 4 * (17456 + (6 * 44 + 10) * 36 + 32)
+    # G = 1: parameters 16,144 floats (weight rows of 44); 6 activation arrays and the logits, 44 and 10 feature rows of 132; rows, labels
+    assert fused_cuda.train_shared_bytes(128) == 4 * (16144 + (6 * 44 + 10) * 132 + 256) == 210272
+    assert fused_cuda.train_shared_bytes(16) == 4 * (16144 + (6 * 44 + 10) * 36 + 32)
     assert fused_cuda.train_shared_bytes(64) <= 163 * 1024   # an A100 block from G = 2 on
-    assert fused_cuda.predict_shared_bytes() == 4 * (17456 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
+    assert fused_cuda.predict_shared_bytes() == 4 * (16144 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
     # the cluster update (2 to 8 blocks) also keeps two steps' partials, 2 x 7,554 floats, in every block
     for ctas in range(2, fused_cuda.MAX_CLUSTER + 1):
         rows = -(-128 // ctas)
@@ -133,11 +133,12 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
 @pytest.mark.parametrize(("arch", "ctas", "split", "warps"), [
     ("sm_90", 1, 0, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.WARPS), ("sm_90", 8, 0, fused_cuda.WARPS),
     ("sm_90", 16, 1, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.MIN_WARPS), ("sm_90", 12, 0, 12),
+    ("sm_90", 2, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 0, fused_cuda.MAX_WARPS),
     ("sm_80", 2, 0, fused_cuda.WARPS), ("sm_80", 64, 1, fused_cuda.WARPS)])
 def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> None:
     """nvcc's ptxas report for the shapes the fixture launches, with the cluster update where the host would
     choose it (sm_90, 2 to 8 blocks): both kernels, no stack frame, no spills (on sm_80, whose blocks get at
-    most 163 KB of shared memory, from G = 2 on: G = 1 needs 215,520 B)."""
+    most 163 KB of shared memory, from G = 2 on: G = 1 needs 210,272 B)."""
     rows = -(-128 // ctas)
     cluster = fused_cuda.cluster_possible(ctas, bool(split), (9, 0) if arch == "sm_90" else (8, 0))
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),

@@ -2,11 +2,11 @@
 tests/fused_cuda_cpu/shim.h (one OS thread per CUDA thread, a pthread barrier per block) and run by
 tests/fused_cuda_cpu/harness.cpp.
 
-Seven lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
+Eight lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
 PTX read of the thread index that keeps the update's positions from being hoisted, the two
 ``extern __shared__`` declarations, and the cluster's PTX: the two halves of its barrier (split on the
-CPU too, with some threads sleeping after they arrive) and ``mapa``, another block's copy of a
-shared address); every other line is the file the GPU runs, its operations
+CPU too, with some threads sleeping after they arrive), ``mapa`` (another block's copy of a shared
+address, as a shared::cluster address: the rank in the top bits) and the read there); every other line is the file the GPU runs, its operations
 and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
 are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
@@ -38,8 +38,10 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
          ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1),
          ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "emu_cluster_arrive();", 1),
          ('asm volatile("barrier.cluster.wait;" : : : "memory");', "emu_cluster_wait();", 1),
-         ('asm("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(p), "r"(rank));', "a = (unsigned long long)emu_peer(p, rank);",
-          1))
+         ('asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));',
+          "r = emu_cluster_addr(a, rank);", 1),
+         ('asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");',
+          "v = emu_cluster_load(addr);", 1))
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
 

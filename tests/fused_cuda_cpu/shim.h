@@ -36,8 +36,15 @@ static inline void emu_cluster_wait() {
     const unsigned target = ++emu_cluster_phase * emu_cluster_threads;
     while (__atomic_load_n(&emu_cluster_arrivals, __ATOMIC_ACQUIRE) < target) sched_yield();
 }
-static inline const float* emu_peer(const float* p, unsigned rank) {
-    return reinterpret_cast<const float*>(emu_shared_blocks[rank]) + (p - reinterpret_cast<const float*>(emu_shared));
+// Shared-window addresses: a block's shared address is its byte offset in the block's array; a
+// shared::cluster address is that offset with the block's rank in the top 8 bits.
+static inline size_t __cvta_generic_to_shared(const void* p) {
+    return static_cast<size_t>(static_cast<const char*>(p) - reinterpret_cast<const char*>(emu_shared));
+}
+static inline unsigned emu_cluster_addr(unsigned a, unsigned rank) { return (rank << 24) | a; }
+static inline float emu_cluster_load(unsigned addr) {
+    return *reinterpret_cast<const float*>(reinterpret_cast<const char*>(emu_shared_blocks[addr >> 24]) +
+                                           (addr & 0xffffffu));
 }
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }

@@ -4,7 +4,9 @@ single-CTA kernel summing 48 feature columns in slices of 16; one H200 each;
 evidence/h200-fused-cuda-20261203 with the CUDA kernel tool at G = 2, K = 4, its profile on a second
 H200; evidence/h200-fused-cuda-20261203b with the tool's feature-major kernel, G = 2, K = 4, one
 H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, no profile phase, and
-evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200):
+evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200;
+evidence/h200-fused-cuda-20261203e, the source with weight rows of 44 floats, G = 2, 12 warps, its
+profile resumed on a second H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -31,16 +33,17 @@ CUDA_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203"  # REV88_FUSE
 CUDA2_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203b"  # the same, the feature-major kernel
 CUDA3_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203c"  # the cluster update, G = 2, 16 warps
 CUDA4_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203d"  # the same source tidied, 12 warps
-CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE)
+CUDA5_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203e"  # weight rows of 44 floats, 12 warps
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
 @pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
-                                                            (CUDA4_ARCHIVE, 2, 4)],
+                                                            (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
-                              "cuda-cluster-2", "cuda-cluster-12-warps-2"])
+                              "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -259,6 +262,11 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA2_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_claimed_by_the_old_kernel,
      "energy.learners.cuda_shape"),
     (CUDA4_ARCHIVE, "qualify/draw-03.json.gz", _cuda_cluster_field_dropped, "energy.learners.cuda_shape"),
+    (CUDA5_ARCHIVE, "qualify/draw-01.json.gz", _cuda_cluster_field_dropped, "energy.learners.cuda_shape"),
+    (CUDA5_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_threads_of_the_row_group_kernel,
+     "energy.learners.cuda_shape"),
+    (CUDA5_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
+     "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),

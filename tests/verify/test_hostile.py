@@ -307,8 +307,8 @@ H200_CSV = RECORDED / "ncu" / "h200-fixture-training-16-8.csv"
     ('"1,128,960"', '"1,12,8960"', "not a number as ncu prints one"),
     ('"1,128,960"', '"1,23"', "not a number as ncu prints one"),
     ('"1,128,960"', '"1.12896e6"', "not a number as ncu prints one"),
-    ('"97.65"', '"150.00"', "above the 105 % any hit rate may read"),
-    ('"97.65"', '"105.01"', "above the 105 % any hit rate may read"),
+    ('"97.65"', '"1500.00"', "above the 150 % any hit rate may read"),
+    ('"97.65"', '"150.01"', "above the 150 % any hit rate may read"),
 ])
 def test_recorded_h200_csv_with_scaled_units_or_bad_numbers_is_refused(old, new, needle):
     text = H200_CSV.read_text()

@@ -174,7 +174,10 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: groups (evidence/h200-fused-cuda-20261203); 4764c796…: 32 per warp, 7 to 16 warps
 #: (evidence/h200-fused-cuda-20261203b); 4ae1762d…: 32 per warp, 5 to 16 warps (bundle.fused_cuda.MIN_WARPS,
 #: MAX_WARPS; evidence/h200-fused-cuda-20261203c), the first source with the cluster update; 1aa5e645…: the
-#: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d).
+#: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d);
+#: 93597b73…: the same threads, weight rows of 44 floats, the next rows read coalesced, the partials read over
+#: 32-bit distributed-shared-memory addresses before the first store, the update's places kept in registers
+#: (evidence/h200-fused-cuda-20261203e).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it.
 _CLUSTER_KERNEL = {
@@ -183,6 +186,13 @@ _CLUSTER_KERNEL = {
     "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
               "is and transposed, 4 x 4 register tiles per lane, weight gradients on four warps; with the cluster "
               "update each block's partial gradients in its own shared memory; 32 threads per warp"}
+_CLUSTER_KERNEL_44 = {
+    "cluster": True,
+    "threads": (32, 5, 16),
+    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
+              "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
+              "the next rows read coalesced; with the cluster update each block's partial gradients in its own "
+              "shared memory; 32 threads per warp"}
 CUDA_KERNEL_SOURCES = {
     "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
         "threads": (44, 1, 16),
@@ -193,6 +203,7 @@ CUDA_KERNEL_SOURCES = {
                   "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp"},
     "4ae1762d8f0f710380ff7884e700f2cbffd6f561b6b035ff2a6df33a9c459148": _CLUSTER_KERNEL,
     "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370": _CLUSTER_KERNEL,
+    "93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436": _CLUSTER_KERNEL_44,
 }
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8

@@ -1,0 +1,106 @@
+"""Issue 16 measurement: where a training step of the CUDA kernel tool's ``rev88_train`` spends its
+SM cycles, per phase, at several launch shapes on one GPU.
+
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_cuda_phases.py [G:warps[:cluster[:NAME=V,...]] ...]
+
+Builds bundle/fused_cuda.cu with ``-DREV88_PHASE_CLOCK`` (clock64 marks at every phase boundary of a
+step, kept by thread 0, a weight-gradient warp, and by the first thread of warp 4, a leaf/lift warp;
+the marks add a few instructions per phase, so absolute times are slightly above the protocol's
+build; NAME=V are more -D options of that shape's build). Per shape: draw 0, two untimed invocations, then REPEATS invocations with the counters zeroed
+first, training and prediction timed apart with CUDA events. Writes ``$OUT/fused-cuda-phases.json``
+and prints mean cycles per step and mark. A measurement for the issue's notes; nothing reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPEATS = 3
+MARKS = ("fwd W0", "fwd W1", "fwd W2", "fwd W3", "logits+loss", "head+upstream", "W3 work", "W3 sync",
+         "bwd W2", "bwd W1", "W0 work", "W0 sync", "barrier", "update")
+
+
+def measure(shape: str) -> dict:
+    import cupy  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    from bundle.data import load_draw  # noqa: PLC0415
+    from bundle.fused_cuda import CudaFusedTask  # noqa: PLC0415
+
+    fields = shape.split(":")
+    ctas, warps = int(fields[0]), int(fields[1])
+    cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
+    defines = tuple(f"-D{d}" for d in fields[3].split(",")) if len(fields) > 3 else ()
+
+    class PhaseTask(CudaFusedTask):
+        extra_defines = ("-DREV88_PHASE_CLOCK=1", *defines)
+
+    task = PhaseTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, warps=warps, cluster=cluster)
+    for _ in range(2):
+        task.run()
+    torch.cuda.synchronize()
+    counters = task._module.get_global("rev88_phase_cycles")
+    view = cupy.ndarray((64, 2, len(MARKS)), dtype=cupy.uint64, memptr=counters)
+    view[...] = 0
+    train_ms, predict_ms = [], []
+    for _ in range(REPEATS):
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        marks[0].record()
+        task.train()
+        marks[1].record()
+        task.predict()
+        marks[2].record()
+        torch.cuda.synchronize()
+        train_ms.append(marks[0].elapsed_time(marks[1]))
+        predict_ms.append(marks[1].elapsed_time(marks[2]))
+        task.run_count += 1
+    task.barrier_check()
+    cycles = view.get()[:ctas].astype(np.float64) / (REPEATS * task.steps)
+    pred, meta = task.outputs()
+    per_step_block0 = float(cycles[0, 0].sum())
+    return {"shape": shape, "ctas": ctas, "warps": warps, "cluster": task.cluster, "steps": task.steps,
+            "train_ms": train_ms, "predict_ms": predict_ms,
+            "cycles_per_step_thread0": cycles[:, 0].tolist(), "cycles_per_step_warp4": cycles[:, 1].tolist(),
+            "sm_mhz_estimate": per_step_block0 * task.steps / (min(train_ms) * 1e3),
+            "state_vector_sha256": meta["state_vector_sha256"], "predictions_sha256": meta["predictions_sha256"]}
+
+
+def main(argv: list[str]) -> int:
+    import torch  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        print("fused_cuda_phases: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
+        return 2
+    shapes = argv or ["2:12", "2:16", "4:12", "4:16", "1:12", "8:12"]
+    out = Path(os.environ.get("OUT") or ".") / "fused-cuda-phases.json"
+    results = {"schema": "fused-cuda-phases/1", "marks": MARKS, "device": torch.cuda.get_device_name(),
+               "torch": torch.__version__, "repeats": REPEATS, "shapes": []}
+    for shape in shapes:
+        started = time.perf_counter()
+        try:
+            row = measure(shape)
+        except Exception as exc:  # one shape's failure is recorded, the others still run
+            row = {"shape": shape, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"}
+        row["wall_s"] = time.perf_counter() - started
+        results["shapes"].append(row)
+        out.write_text(json.dumps(results, indent=1))
+        if "error" in row:
+            print(f"{shape}: {row['error']}", flush=True)
+            continue
+        t0 = row["cycles_per_step_thread0"][0]
+        w4 = row["cycles_per_step_warp4"][0]
+        print(f"{shape} cluster={row['cluster']}: train {min(row['train_ms']):.3f} ms, predict "
+              f"{min(row['predict_ms']):.3f} ms, ~{row['sm_mhz_estimate']:.0f} MHz, {sum(t0):.0f} cycles/step "
+              f"(block 0), state {row['state_vector_sha256'][:8]}", flush=True)
+        print("   " + "  ".join(f"{m}={a:.0f}/{b:.0f}" for m, a, b in zip(MARKS, t0, w4, strict=True)), flush=True)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
