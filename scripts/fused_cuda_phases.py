@@ -3,6 +3,9 @@ SM cycles, per phase, at several launch shapes on one GPU.
 
     OUT=$OUT PYTHONPATH=. python3 scripts/fused_cuda_phases.py [G:warps[:cluster[:NAME=V,...]] ...]
 
+(cluster 0 or 1, empty for the host's default; SPLIT=0 or SPLIT=1 among the NAME=V sets the task's
+``split`` instead of a -D option.)
+
 Builds bundle/fused_cuda.cu with ``-DREV88_PHASE_CLOCK`` (clock64 marks at every phase boundary of a
 step, kept by thread 0, a weight-gradient warp, and by the first thread of warp 4, a leaf/lift warp;
 the marks add a few instructions per phase, so absolute times are slightly above the protocol's
@@ -35,12 +38,15 @@ def measure(shape: str) -> dict:
     fields = shape.split(":")
     ctas, warps = int(fields[0]), int(fields[1])
     cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
-    defines = tuple(f"-D{d}" for d in fields[3].split(",")) if len(fields) > 3 else ()
+    names = fields[3].split(",") if len(fields) > 3 else []
+    split = next((bool(int(d.split("=")[1])) for d in names if d.startswith("SPLIT=")), None)
+    defines = tuple(f"-D{d}" for d in names if not d.startswith("SPLIT="))
 
     class PhaseTask(CudaFusedTask):
         extra_defines = ("-DREV88_PHASE_CLOCK=1", *defines)
 
-    task = PhaseTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, warps=warps, cluster=cluster)
+    task = PhaseTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, warps=warps, cluster=cluster,
+                     split=split)
     for _ in range(2):
         task.run()
     torch.cuda.synchronize()
@@ -63,7 +69,8 @@ def measure(shape: str) -> dict:
     cycles = view.get()[:ctas].astype(np.float64) / (REPEATS * task.steps)
     pred, meta = task.outputs()
     per_step_block0 = float(cycles[0, 0].sum())
-    return {"shape": shape, "ctas": ctas, "warps": warps, "cluster": task.cluster, "steps": task.steps,
+    return {"shape": shape, "ctas": ctas, "warps": warps, "cluster": task.cluster, "split": task.split,
+            "steps": task.steps,
             "train_ms": train_ms, "predict_ms": predict_ms,
             "cycles_per_step_thread0": cycles[:, 0].tolist(), "cycles_per_step_warp4": cycles[:, 1].tolist(),
             "sm_mhz_estimate": per_step_block0 * task.steps / (min(train_ms) * 1e3),
@@ -94,7 +101,7 @@ def main(argv: list[str]) -> int:
             continue
         t0 = row["cycles_per_step_thread0"][0]
         w4 = row["cycles_per_step_warp4"][0]
-        print(f"{shape} cluster={row['cluster']}: train {min(row['train_ms']):.3f} ms, predict "
+        print(f"{shape} cluster={row['cluster']} split={row['split']}: train {min(row['train_ms']):.3f} ms, predict "
               f"{min(row['predict_ms']):.3f} ms, ~{row['sm_mhz_estimate']:.0f} MHz, {sum(t0):.0f} cycles/step "
               f"(block 0), state {row['state_vector_sha256'][:8]}", flush=True)
         print("   " + "  ".join(f"{m}={a:.0f}/{b:.0f}" for m, a, b in zip(MARKS, t0, w4, strict=True)), flush=True)
