@@ -341,7 +341,11 @@ def _store_run(run: ProfileRun, stage: archive.PhaseStage, spec: JobSpec, result
         "ncu_output": _stored(stage, f"{run.name}.ncu-output.txt.gz", output.encode()),
         "ncu_report": (_stored(stage, f"{run.name}.ncu-rep.gz", report_path.read_bytes()) if keep_report
                        else _not_stored(report_path, "not stored to keep the archive lean: one report per "
-                                        "profile is kept (repeat 0); this one was cross-checked at run time")),
+                                        "profile is kept (repeat 0); " + (
+                                            "this one was cross-checked at run time"
+                                            if cross_check.get("status") == "passed" else
+                                            "this one was not cross-checked either (ncu_report "
+                                            f"{cross_check.get('status', 'unknown')} at run time)"))),
         "fixture_record": _stored(stage, f"{run.name}.fixture.json.gz", fixture_out.read_bytes(), gz=False),
     }
     if predictions.is_file():

@@ -113,6 +113,9 @@ def test_phase_end_to_end_with_fake_ncu(tmp_path: Path, fake_ncu: Path, monkeypa
     # Only repeat 0 keeps its report file (default --keep-reports first); later repeats keep its hash.
     assert record["files"]["ncu_report"]["path"] is None and record["files"]["ncu_report"]["stored"] is False
     assert record["files"]["ncu_report"]["content_sha256"] == hashlib.sha256(b"fake report training").hexdigest()
+    # the note says what the skipped cross-check did not do, not that the report was checked
+    reason = record["files"]["ncu_report"]["reason"]
+    assert "not cross-checked" in reason and "skipped" in reason and "was cross-checked" not in reason
     first = archive.read_json_gz(folder / "workspace-16-8-training-r00.json.gz")
     stored = gzip.decompress((folder / first["files"]["ncu_report"]["path"]).read_bytes())
     assert stored == b"fake report training"

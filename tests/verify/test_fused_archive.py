@@ -235,6 +235,20 @@ def _cuda_threads_of_the_warp_kernel(rec: dict) -> None:
         block["train_threads"] = 384
 
 
+def _energy_copies_other_source(rec: dict) -> None:
+    """The learner copies taken around the trial's invocations name another listed source and 512 threads."""
+    for key in ("before_metadata", "after_metadata"):
+        block = rec["energy"][key]["learner"]
+        block["kernel_source_sha256"] = "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370"
+        block["train_threads"] = 512
+
+
+def _energy_copy_other_launch(rec: dict) -> None:
+    """Only the after-trial copy says another launch (Triton, 64 programs, split)."""
+    block = rec["energy"]["after_metadata"]["learner"]
+    block.update(kernel_tool="triton", train_programs=64, split_update=True, cluster_update="yes")
+
+
 def _unknown_tool(rec: dict) -> None:
     for block in (rec["learner"], rec["metadata"]["learner"]):
         block["kernel_tool"] = "cupy"
@@ -267,6 +281,10 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.cuda_shape"),
     (CUDA5_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
+    (CUDA5_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _energy_copies_other_source,
+     "energy.learners.energy_metadata"),
+    (CUDA5_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
+     "energy.learners.energy_metadata"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),

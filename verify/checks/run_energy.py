@@ -298,6 +298,8 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       products and the features summed, :func:`bundle.fused_learner.feature_extent`; None in records
       made before it was recorded) across the archive, in every copy a record holds (energy trials
       also in ``energy.before_metadata`` and ``energy.after_metadata``), well formed;
+    * an energy trial's ``energy.before_metadata.learner`` and ``energy.after_metadata.learner``
+      equal its ``metadata.learner`` as a whole (the launch fields are checked on the latter);
     * the buffer inventory agrees with the launch shape: the multi-CTA kernel's buffers
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
       for the CUDA tool exactly its own (:data:`CUDA_BUFFERS`), shaped as its ``train_programs`` and
@@ -377,6 +379,13 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
         out.append(check_equal("energy.learners.metadata_block", rel, {k: meta.get(k) for k in keys},
                                {k: block.get(k) for k in keys},
                                what="metadata.learner and the record's learner block on the kernel and launch shape"))
+        energy = rec.get("energy") if isinstance(rec.get("energy"), dict) else {}
+        for which in ("before_metadata", "after_metadata"):
+            if which in energy:
+                copy = energy[which].get("learner") if isinstance(energy[which], dict) else None
+                out.append(check_equal("energy.learners.energy_metadata", rel, copy, meta or None,
+                                       what=f"energy.{which}.learner (taken around the trial's invocations) and "
+                                            "metadata.learner, whole"))
         inventory = rec.get("buffer_inventory")
         if isinstance(inventory, dict):
             names = {t.get("name") for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
