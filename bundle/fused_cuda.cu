@@ -18,8 +18,9 @@
 //     Every block keeps the whole parameter state twice: each branch weight as Wn[o][i] and
 //     Wt[i][o] (41 rows of 44 floats, zero past 41), the head as Hn[c][88] (left half in
 //     columns 0..40, right in 44..84) and Ht[f][10], the bias. Velocities live in registers:
-//     thread t owns state entries lo + t, lo + t + NT, ... (at 10 to 12 warps without SPLIT also
-//     their shared offsets, as 16-bit pcode()s).
+//     thread t owns the quads of state entries lo + 4t.., lo + 4(t + NT).., ... (ENTRY; with the
+//     grid's SPLIT single entries lo + t, lo + t + NT, ...), at 10 to 12 warps also the shared offsets
+//     of the entries it writes in the update, as 16-bit pcode()s.
 //   * Products: a warp computes a 16-feature x 32-row tile of an output, each lane a 4 x 4
 //     register tile, k ascending, one float4 of each operand per k; the lanes are arranged so
 //     that both float4 reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
@@ -27,19 +28,25 @@
 //     rows ascending, 121 tiles on the 128 lanes of four warps.
 //   * Step s, on block b's rows [b*ROWS, (b+1)*ROWS) of the step's batch (none in a short last
 //     batch): four forward branches; logits and the mean cross-entropy gradient (a warp per 16
-//     rows); head and bias partial gradients with dL, dR; the reversible backward, one phase per
+//     rows, or with 32-row arrays, WIDE_LOSS, a warp per 3 rows and a lane per row and class: the
+//     same operations, the shorter chain at G >= 4); head and bias partial gradients with dL, dR; the reversible backward, one phase per
 //     branch (W3, W2, W1, W0): four warps take the weight's partial gradient while the others take
 //     the leaf's gradient and the rebuilt half, or in W0 read step s+1's rows (coalesced; their
 //     training indices read at the start of step s) and lift them (relu of the right half after
 //     W0). The partial gradient of all 7,554 parameters (state-vector order of spec 3) goes to
-//     buffer s mod 2: with CLUSTER in the block's own shared memory, else to part[s mod 2][b] in
-//     global memory.
+//     buffer s mod 2: with CLUSTER in the block's own shared memory (buffers PSTR = 7,556 floats
+//     apart, so that 16-byte reads stay aligned; one buffer with SPLIT), else to part[s mod 2][b]
+//     in global memory.
 //   * The blocks meet, then every block sums the G partials in the fixed order 0..G-1 (every partial
 //     read before the first store) and updates its own state (same inputs, same code, so every copy
 //     has the same bits), or with SPLIT a slice:
 //     - CLUSTER = 1 (2 <= G <= 8, sm_90 on): the G blocks are one thread-block cluster; they meet
 //       at the hardware cluster barrier and read each other's partials from distributed shared
-//       memory;
+//       memory, a quad of adjacent entries per 16-byte read; with SPLIT = 1 block b sums and
+//       updates only its slice (CHUNK entries, a multiple of 4) and writes its new parameters into
+//       its PUB, the blocks meet at a second cluster barrier, and every block gathers all slices
+//       from the G PUBs (16-byte reads) into both of its copies: the same operations on the same
+//       values as the unsplit update, so the same bits;
 //     - G = 1: the block's __syncthreads; its partial from global memory;
 //     - else a grid barrier (an arrival counter, atomics with release/acquire ordering) and loads
 //       that bypass L1; with SPLIT = 1 block b sums and updates only its slice of the state and
@@ -47,7 +54,8 @@
 //       them from pbuf.
 //     Two partial buffers make one barrier per step safe: a block writes buffer s mod 2 in step s
 //     only after the barrier of step s-1, which every block passes only after its reads of
-//     step s-2's partials. The counter gets one arrival per block and barrier in every mode.
+//     step s-2's partials (with two barriers per step one buffer is enough). The counter gets one
+//     arrival per block and barrier in every mode.
 //   * All G blocks must be resident at once (a cluster is, by construction; else the host keeps
 //     G <= the SM count and checks the shared memory of a block against the device's limit); a
 //     grid-barrier wait that spins SPIN_LIMIT times gives up and raises the counter to TIMED_OUT,
@@ -95,20 +103,39 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
-#if SPLIT
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#if SPLIT && CLUSTER
+#define CHUNK (((NSTATE + 4 * G - 1) / (4 * G)) * 4)   // state entries a block updates (a multiple of 4)
+#elif SPLIT
 #define CHUNK ((NSTATE + G - 1) / G)     // state entries a block updates
 #else
 #define CHUNK NSTATE
 #endif
+#if SPLIT && !CLUSTER
+#define ENTRY(t, j) ((t) + (j) * NT)
 #define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
-#define KEEP_CODES (!SPLIT && NW >= 10 && NW <= 12)  // the update keeps its pcode()s in registers (a thread of 10 to
+#else
+#define ENTRY(t, j) (4 * ((t) + ((j) / 4) * NT) + (j) % 4)   // quads of adjacent entries (16-byte reads)
+#define VR (4 * ((CHUNK + 4 * NT - 1) / (4 * NT)))
+#endif
+#define GR (4 * ((NSTATE + 4 * NT - 1) / (4 * NT)))       // entries a thread gathers (cluster split)
+#define GENTRY(t, j) (4 * ((t) + ((j) / 4) * NT) + (j) % 4)
+#if SPLIT && CLUSTER
+#define CODE_N GR
+#define CODE_ENTRY(t, j) GENTRY(t, j)
+#else
+#define CODE_N VR
+#define CODE_ENTRY(t, j) ENTRY(t, j)
+#endif
+#define PSTR (((NSTATE + 3) / 4) * 4)   // floats between a cluster block's two partial buffers
+#define WIDE_LOSS (RP == 32)             // logits_loss_wide() (a warp per 3 rows) instead of logits_loss()
+#define KEEP_CODES ((!SPLIT || CLUSTER) && NW >= 10 && NW <= 12)  // the update keeps its pcode()s in registers (a thread of 10 to
                                          // 12 warps has room for them: ptxas spills at 9 and at 16 warps),
                                          // else it divides in every step
-#ifndef CLUSTER
-#define CLUSTER 0
-#endif
-#if CLUSTER && (SPLIT || G < 2 || G > 8)
-#error "CLUSTER needs 2 <= G <= 8 blocks (one portable thread-block cluster) and no SPLIT"
+#if CLUSTER && (G < 2 || G > 8)
+#error "CLUSTER needs 2 <= G <= 8 blocks (one portable thread-block cluster)"
 #endif
 #ifndef QB
 #define QB 64
@@ -207,10 +234,8 @@ __device__ __forceinline__ unsigned cluster_addr(const float* p, unsigned rank) 
     asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
     return r;
 }
-__device__ __forceinline__ float cluster_load(unsigned addr) {
-    float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
-    return v;
+__device__ __forceinline__ void cluster_load4(unsigned addr, float (&v)[4]) {
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(addr) : "memory");
 }
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -455,6 +480,40 @@ __device__ __forceinline__ void logits_loss(float* Zt, const float* L, const flo
     }
 }
 
+// Logits and the mean cross-entropy gradient of rows [3t, 3t + 3), one warp task t: lane 10q + c (q < 3)
+// takes class c of row 3t + q: its logit as logits_tile() computes it (two chains, j ascending, then the
+// bias), then, after a __syncwarp, the row's max and sum of exps (c ascending) and log-sum from the row's
+// logits in Zt, and its (softmax - onehot) / count, or zero past nr; a second __syncwarp orders every
+// read of the row's logits before the stores.
+__device__ __forceinline__ void logits_loss_wide(float* Zt, const float* L, const float* R, const float* P,
+                                                 const int* labs, int nr, float count, int t) {
+    const int lane = threadIdx.x & 31, q = lane / 10, c = lane - 10 * q, r = 3 * t + q;
+    const bool live = q < 3 && r < RP;
+    float z = 0.0f;
+    if (live && r < nr) {
+        float a = 0.0f, b = 0.0f;
+#pragma unroll 8
+        for (int j = 0; j < HF; ++j) {
+            a = fmaf(P[OHT + j * NCLS + c], L[j * RS + r], a);
+            b = fmaf(P[OHT + (HF + j) * NCLS + c], R[j * RS + r], b);
+        }
+        z = a + b + P[OB + c];
+        Zt[c * RS + r] = z;
+    }
+    __syncwarp();
+    float out = 0.0f;
+    if (live && r < nr) {
+        float m = Zt[r];
+        for (int k = 1; k < NCLS; ++k) m = fmaxf(m, Zt[k * RS + r]);
+        float sum = 0.0f;
+        for (int k = 0; k < NCLS; ++k) sum += expf(Zt[k * RS + r] - m);
+        const float log_sum = logf(sum);
+        out = (expf((z - m) - log_sum) - (c == labs[r] ? 1.0f : 0.0f)) / count;
+    }
+    __syncwarp();
+    if (live) Zt[c * RS + r] = out;
+}
+
 // Lift rows: raw pixels x (81 per row) -> L[j][r] = 4x[j] - 0.5, R[j][r] = 4x[41 + j] - 0.5 and a
 // zero, as is and through relu; zero for features past 41 and rows r >= nr (all X rows written).
 template <int X>
@@ -617,9 +676,13 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     float* dL = RR + FR * RS;       // gradients of the halves
     float* dR = dL + FR * RS;
     float* Zt = dR + FR * RS;       // logits, then the loss gradient (10 x RS)
-#if CLUSTER
-    float* PART = Zt + NCLS * RS;   // this block's partial gradients of steps s mod 2 = 0, 1 (2 x NSTATE)
-    int* rows = reinterpret_cast<int*>(PART + 2 * NSTATE);
+#if CLUSTER && SPLIT
+    float* PART = Zt + NCLS * RS;   // this block's partial gradient (PSTR), then its slice's new parameters (PSTR)
+    float* PUB = PART + PSTR;
+    int* rows = reinterpret_cast<int*>(PUB + PSTR);
+#elif CLUSTER
+    float* PART = Zt + NCLS * RS;   // this block's partial gradients of steps s mod 2 = 0, 1 (2 x PSTR)
+    int* rows = reinterpret_cast<int*>(PART + 2 * PSTR);
 #else
     int* rows = reinterpret_cast<int*>(Zt + NCLS * RS);
 #endif
@@ -647,12 +710,12 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     const int hi = lo + CHUNK < NSTATE ? lo + CHUNK : NSTATE;
     PHASE_DECLARE
 #if KEEP_CODES
-    unsigned codes[(VR + 1) / 2];   // pcode() of this thread's entries of the update, two per register
+    unsigned codes[(CODE_N + 1) / 2];   // pcode() of this thread's entries of the update, two per register
 #pragma unroll
-    for (int j = 0; j < (VR + 1) / 2; ++j) codes[j] = 0;
+    for (int j = 0; j < (CODE_N + 1) / 2; ++j) codes[j] = 0;
 #pragma unroll
-    for (int j = 0; j < VR; ++j)
-        if (threadIdx.x + j * NT < NSTATE) codes[j / 2] |= pcode(threadIdx.x + j * NT) << (16 * (j % 2));
+    for (int j = 0; j < CODE_N; ++j)
+        if (CODE_ENTRY(threadIdx.x, j) < NSTATE) codes[j / 2] |= pcode(CODE_ENTRY(threadIdx.x, j)) << (16 * (j % 2));
 #endif
     int count = step_rows(rows, labs, orders, labels, 0, nb, n_train, batch);
     __syncthreads();
@@ -675,11 +738,17 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
         __syncthreads();   // r2 = r1 + f(l2; W3)
         PHASE_MARK(3)
+#if WIDE_LOSS
+        for (int t = warp; t < (RP + 2) / 3; t += NW) logits_loss_wide(Zt, L, R, P, labs, nr, (float)count, t);
+#else
         for (int t = warp; t < RP / 16; t += NW) logits_loss(Zt, L, R, P, labs, nr, (float)count, t);
+#endif
         __syncthreads();
         PHASE_MARK(4)
-#if CLUSTER
-        float* gp = PART + (s & 1) * NSTATE;
+#if CLUSTER && SPLIT
+        float* gp = PART;
+#elif CLUSTER
+        float* gp = PART + (s & 1) * PSTR;
 #else
         float* gp = part + ((long long)(s & 1) * G + b) * NSTATE;
 #endif
@@ -728,7 +797,11 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         cluster_wait();
         PHASE_MARK(12)
         if (threadIdx.x == 0) atomicAdd(sync, 1u);
-        const float* pb = PART + (s & 1) * NSTATE;
+#if SPLIT
+        const float* pb = PART;
+#else
+        const float* pb = PART + (s & 1) * PSTR;
+#endif
 #elif G == 1 && !SPLIT
         __syncthreads();   // the partial (global memory) is visible to the whole block
         PHASE_MARK(11)
@@ -742,7 +815,71 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(11)
         if (s + 1 < steps) relu_right(RR, R);
 #endif
-#if SPLIT
+#if SPLIT && CLUSTER
+        {
+            // block b sums the G partials of its slice [lo, hi) in block order and updates it into its PUB;
+            // at a second cluster barrier every slice is done; every block gathers the G slices from the
+            // blocks' PUBs into both of its copies (one partial buffer and one PUB suffice: a block writes
+            // its partial in step s + 1 and its PUB in step s + 1's update only after barriers that every
+            // block passes after its reads of step s)
+            unsigned peer[G];
+#pragma unroll
+            for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
+            float gs[VR];
+#pragma unroll
+            for (int j = 0; j < VR; j += 4) {
+                const int k = lo + ENTRY(first, j);
+                if (k < hi) {
+                    float g[4];
+                    cluster_load4(peer[0] + 4u * k, g);
+#pragma unroll
+                    for (int q = 1; q < G; ++q) {
+                        float h[4];
+                        cluster_load4(peer[q] + 4u * k, h);
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) g[c] += h[c];
+                    }
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) gs[j + c] = g[c];
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < VR; ++j) {
+                const int k = lo + ENTRY(first, j);
+                if (k < hi) {
+                    int pn, pt;
+                    ppos(k, pn, pt);
+                    float v = vr[j] * momentum + gs[j];
+                    v = v + weight_decay * P[pn];
+                    vr[j] = v;
+                    PUB[k] = P[pn] + neg_lr * v;
+                }
+            }
+            cluster_arrive();
+            cluster_wait();
+            if (threadIdx.x == 0) atomicAdd(sync, 1u);
+#pragma unroll
+            for (int j = 0; j < GR; j += 4) {
+                const int k = GENTRY(first, j);
+                if (k < NSTATE) {
+                    float v4[4];
+                    cluster_load4(cluster_addr(PUB + k, (unsigned)(k / CHUNK)), v4);
+#pragma unroll
+                    for (int c = 0; c < 4; ++c)
+                        if (k + c < NSTATE) {
+                            int pn, pt;
+#if KEEP_CODES
+                            pcode_pos((codes[(j + c) / 2] >> (16 * ((j + c) % 2))) & 0xffffu, pn, pt);
+#else
+                            ppos(k + c, pn, pt);
+#endif
+                            P[pn] = v4[c];
+                            P[pt] = v4[c];
+                        }
+                }
+            }
+        }
+#elif SPLIT
         barrier_wait(sync, (unsigned)(2 * s + 1) * G, spin_limit);
         float gs[VR];
 #pragma unroll
@@ -790,25 +927,39 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
 #endif
         float gs[VR];
+#if CLUSTER
+#pragma unroll
+        for (int j = 0; j < VR; j += 4) {
+            const int k = ENTRY(first, j);
+            if (k < NSTATE) {
+                float g[4];
+                cluster_load4(peer[0] + 4u * k, g);
+#pragma unroll
+                for (int q = 1; q < G; ++q) {
+                    float h[4];
+                    cluster_load4(peer[q] + 4u * k, h);
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) g[c] += h[c];
+                }
+#pragma unroll
+                for (int c = 0; c < 4; ++c) gs[j + c] = g[c];
+            }
+        }
+#else
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
-            const int k = first + j * NT;
+            const int k = ENTRY(first, j);
             if (k < NSTATE) {
-#if CLUSTER
-                float g = cluster_load(peer[0] + 4u * k);
-#pragma unroll
-                for (int q = 1; q < G; ++q) g += cluster_load(peer[q] + 4u * k);
-#else
                 float g = __ldcg(pb + k);
 #pragma unroll
                 for (int q = 1; q < G; ++q) g += __ldcg(pb + (long long)q * NSTATE + k);
-#endif
                 gs[j] = g;
             }
         }
+#endif
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
-            const int k = first + j * NT;
+            const int k = ENTRY(first, j);
             if (k < NSTATE) {
                 int pn, pt;
 #if KEEP_CODES
@@ -836,7 +987,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     if (SPLIT || b == 0) {
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
-            const int k = lo + threadIdx.x + j * NT;
+            const int k = lo + ENTRY(threadIdx.x, j);
             if (k < hi) {
                 int pn, pt;
                 ppos(k, pn, pt);

@@ -9,9 +9,12 @@ its preparation, hashes and outputs); what differs is the kernels:
   keeping a whole copy of the 7,554 parameters (every weight twice, as is and transposed) and its
   rows' activations in shared memory, feature-major (44 feature rows of the rows rounded up to 32,
   plus 4); velocities in registers; products as 4 x 4 register tiles of scalar float32 FMAs, a warp
-  per 16 features x 32 rows; per step a partial gradient per block in global memory, a grid
-  barrier, then the G partials summed in block order (every block for its own copy, or with
-  ``split`` each block a slice, published through global memory at a second barrier);
+  per 16 features x 32 rows; per step a partial gradient per block, a barrier, then the G partials
+  summed in block order (every block for its own copy, or with ``split`` each block a slice,
+  published at a second barrier). With 2 to 8 blocks on sm_90 on (``cluster``) the blocks are one
+  thread-block cluster: the partials and published slices stay in the blocks' shared memory and are
+  read over distributed shared memory, 16 bytes at a time; otherwise they go through global memory
+  and an atomic grid barrier;
 * prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.
 
 Why CUDA C++ through CuPy: the Triton kernels (kernel tool ``triton``) stage every product through
@@ -43,6 +46,8 @@ from bundle.learner import FROZEN_CONFIG, HALF, INPUT_KEYS, normalise_config, va
 KERNEL_TOOL = "cuda"
 KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
 STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
+PARTIAL_STRIDE = 7556     # floats between a cluster block's two shared partial buffers (fused_cuda.cu PSTR: STATE
+                          # rounded up to 4, so that both buffers allow 16-byte distributed-shared-memory reads)
 FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
 WEIGHT_STRIDE = 44        # row stride of a shared weight copy (fused_cuda.cu WS: 41 live, 3 zero)
 SHARED_PARAMS = 8 * HALF * WEIGHT_STRIDE + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
@@ -57,9 +62,13 @@ SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (second
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
 MAX_CLUSTER = 8           # blocks of one portable thread-block cluster (sm_90 on): the cluster update from 2 to this
-SPLIT_FROM = 16           # the default split (the fixture's): from this many blocks on (H200 GPU-007a355d, draw 0, this
-                          # kernel: G=8 3.42 ms/task split against 3.27 unsplit, G=16 3.33 against 3.50;
-                          # docs/measurements/fused-cuda-probe-20261203e)
+SPLIT_FROM = 16           # the default split (the fixture's) with the grid barrier: from this many blocks on (H200
+                          # GPU-007a355d, draw 0, kernel 4764c796: G=8 3.42 ms/task split against 3.27 unsplit, G=16
+                          # 3.33 against 3.50; docs/measurements/fused-cuda-probe-20261203e)
+CLUSTER_SPLIT_FROM = 3    # the default split with the cluster: from this many blocks on (H200 GPU-f643c17f, draw 0,
+                          # cycles per step: G=2 48,896 unsplit against 50,792 split, G=3 46,750 split, G=4 35,442
+                          # unsplit against 33,731, G=8 31,244 split against 40,276 unsplit on GPU-632cf3fa;
+                          # docs/measurements/fused-cuda-vec-split-20261204)
 
 
 def kernel_source_sha256() -> str:
@@ -85,16 +94,17 @@ def row_stride(rows: int) -> int:
 def train_shared_bytes(rows: int, cluster: bool = False) -> int:
     """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
     six activation arrays (halves as is and through relu, their gradients), the logits, with
-    ``cluster`` the block's partial gradients of two steps (2 x 7,554 floats), then row indices and
-    labels (fused_cuda.cu)."""
-    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + (2 * STATE if cluster else 0) + 2 * rows)
+    ``cluster`` the block's partial gradients of two steps (2 x 7,556 floats: :data:`PARTIAL_STRIDE`), then
+    row indices and labels (fused_cuda.cu)."""
+    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + (2 * PARTIAL_STRIDE if cluster else 0)
+                + 2 * rows)
 
 
-def cluster_possible(ctas: int, split: bool, capability: tuple[int, int]) -> bool:
+def cluster_possible(ctas: int, capability: tuple[int, int]) -> bool:
     """Whether G = ``ctas`` training blocks can be one thread-block cluster: 2 to :data:`MAX_CLUSTER`
-    blocks, no split update, compute capability 9.0 or later (clusters and distributed shared memory
-    begin with sm_90: not on an A100)."""
-    return 2 <= ctas <= MAX_CLUSTER and not split and tuple(capability) >= (9, 0)
+    blocks and compute capability 9.0 or later (clusters and distributed shared memory begin with
+    sm_90: not on an A100), with or without the split update."""
+    return 2 <= ctas <= MAX_CLUSTER and tuple(capability) >= (9, 0)
 
 
 def predict_shared_bytes() -> int:
@@ -137,20 +147,21 @@ class CudaFusedTask(FusedTask):
         ctas: training blocks G, 1 to the SM count; each takes ceil(batch / G) rows of every batch.
         split: False: every block sums all G partials and updates its own state copy (one barrier
             per step); True: each block sums and updates one slice and publishes it (two barriers);
-            None (default): True from :data:`SPLIT_FROM` blocks on.
+            None (default): True from :data:`CLUSTER_SPLIT_FROM` blocks on with the cluster, from
+            :data:`SPLIT_FROM` on without.
         warps: warps per block (threads = 32 x warps), :data:`MIN_WARPS` to :data:`MAX_WARPS`; default
             :data:`WARPS`.
         cluster: True: the G blocks are one thread-block cluster; each keeps its partial gradients in
             its shared memory, the others read them there (distributed shared memory) after the
             hardware cluster barrier, instead of global memory and an atomic grid barrier; False: the
-            grid barrier; None (default): True where :func:`cluster_possible` (2 to 8 blocks, no
-            split, sm_90 on) and the cluster's blocks fit the GPU's shared memory. True where it is
-            not possible raises.
+            grid barrier; None (default): True where :func:`cluster_possible` (2 to 8 blocks, sm_90
+            on) and the cluster's blocks fit the GPU's shared memory. True where it is not possible
+            raises.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
-    (2, G, 7554) (``cluster``: (1,), unused); ``published`` float32 (7554,) (``split`` only, else (1,)); ``barrier_count``
-    int32 (1,).
+    (2, G, 7554) (``cluster``: (1,), unused); ``published`` float32 (7554,) (``split`` without
+    ``cluster`` only, else (1,)); ``barrier_count`` int32 (1,).
 
     Raises:
         BundleError: bad inputs or config, CuPy missing, no CUDA GPU, ``ctas`` out of range, a cluster
@@ -195,16 +206,16 @@ class CudaFusedTask(FusedTask):
             raise BundleError(f"ctas={ctas} exceeds the {props.multi_processor_count} SMs of this GPU: the grid "
                               "barrier needs every training block resident at once; use ctas <= the SM count")
         self.ctas, self.warps = ctas, int(warps)
-        self.split = ctas >= SPLIT_FROM if split is None else split
         self.threads = 32 * self.warps
-        possible = cluster_possible(ctas, self.split, (props.major, props.minor))
+        possible = cluster_possible(ctas, (props.major, props.minor))
         if cluster and not possible:
-            raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas, no split and compute capability 9.0 or later "
-                              f"(got ctas={ctas}, split={self.split}, {props.major}.{props.minor}): use cluster=None")
+            raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas and compute capability 9.0 or later "
+                              f"(got ctas={ctas}, {props.major}.{props.minor}): use cluster=None")
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
         # the default takes the cluster only where its blocks (which also hold their partials) fit
         self.cluster = (possible and shared_memory_problem(self.rows, limit, True) is None) if cluster is None else cluster
+        self.split = ctas >= (CLUSTER_SPLIT_FROM if self.cluster else SPLIT_FROM) if split is None else split
         problem = shared_memory_problem(self.rows, limit, self.cluster)
         if problem:
             raise BundleError(problem)
@@ -214,7 +225,8 @@ class CudaFusedTask(FusedTask):
         self.product_precision = "ieee"
         self._prepare_resident(arrays)
         self.partials = torch.zeros((1,) if self.cluster else (2, ctas, STATE), dtype=torch.float32, device=self.device)
-        self.published = torch.zeros(STATE if self.split else 1, dtype=torch.float32, device=self.device)
+        self.published = torch.zeros(STATE if self.split and not self.cluster else 1, dtype=torch.float32,
+                                     device=self.device)
         self.barrier_count = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.steps = cfg["epochs"] * triton_cdiv(self.train_count, cfg["batch_size"])
         self._barrier_expected = 0

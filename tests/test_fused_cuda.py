@@ -84,15 +84,15 @@ def test_shared_memory_fits_every_block_count() -> None:
     # the cluster update (2 to 8 blocks) also keeps two steps' partials, 2 x 7,554 floats, in every block
     for ctas in range(2, fused_cuda.MAX_CLUSTER + 1):
         rows = -(-128 // ctas)
-        assert fused_cuda.train_shared_bytes(rows, True) == fused_cuda.train_shared_bytes(rows) + 4 * 2 * 7554
+        assert fused_cuda.train_shared_bytes(rows, True) == fused_cuda.train_shared_bytes(rows) + 4 * 2 * 7556
         assert fused_cuda.train_shared_bytes(rows, True) <= fused_cuda.SHARED_LIMIT
 
 
-@pytest.mark.parametrize(("ctas", "split", "capability", "want"), [
-    (1, False, (9, 0), False), (2, False, (9, 0), True), (8, False, (9, 0), True), (9, False, (9, 0), False),
-    (4, True, (9, 0), False), (4, False, (8, 0), False), (4, False, (10, 0), True)])
-def test_the_cluster_update_where_clusters_exist(ctas, split, capability, want) -> None:
-    assert fused_cuda.cluster_possible(ctas, split, capability) is want
+@pytest.mark.parametrize(("ctas", "capability", "want"), [
+    (1, (9, 0), False), (2, (9, 0), True), (8, (9, 0), True), (9, (9, 0), False), (4, (8, 0), False),
+    (4, (10, 0), True)])
+def test_the_cluster_update_where_clusters_exist(ctas, capability, want) -> None:
+    assert fused_cuda.cluster_possible(ctas, capability) is want
 
 
 @pytest.mark.parametrize(("rows", "limit", "want"), [
@@ -133,14 +133,15 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
 @pytest.mark.parametrize(("arch", "ctas", "split", "warps"), [
     ("sm_90", 1, 0, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.WARPS), ("sm_90", 8, 0, fused_cuda.WARPS),
     ("sm_90", 16, 1, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.MIN_WARPS), ("sm_90", 12, 0, 12),
-    ("sm_90", 2, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 0, fused_cuda.MAX_WARPS),
+    ("sm_90", 2, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 1, fused_cuda.WARPS),
+    ("sm_90", 8, 1, fused_cuda.MAX_WARPS), ("sm_90", 3, 1, fused_cuda.MIN_WARPS),
     ("sm_80", 2, 0, fused_cuda.WARPS), ("sm_80", 64, 1, fused_cuda.WARPS)])
 def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> None:
     """nvcc's ptxas report for the shapes the fixture launches, with the cluster update where the host would
     choose it (sm_90, 2 to 8 blocks): both kernels, no stack frame, no spills (on sm_80, whose blocks get at
     most 163 KB of shared memory, from G = 2 on: G = 1 needs 210,272 B)."""
     rows = -(-128 // ctas)
-    cluster = fused_cuda.cluster_possible(ctas, bool(split), (9, 0) if arch == "sm_90" else (8, 0))
+    cluster = fused_cuda.cluster_possible(ctas, (9, 0) if arch == "sm_90" else (8, 0))
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
                            f"-DNW={warps}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
                            f"-DCLUSTER={int(cluster)}",
@@ -207,7 +208,8 @@ def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("ctas", "split", "cluster"), [(16, True, None), (4, False, None), (2, False, False)])
+@pytest.mark.parametrize(("ctas", "split", "cluster"), [(16, True, None), (4, False, None), (4, True, None),
+                                                         (2, False, False)])
 def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster) -> None:
     """On a GPU with CuPy: every draw's predictions equal the frozen ones, the barrier counter adds up and a
     second invocation repeats the state bits."""
@@ -224,3 +226,20 @@ def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster) -> None:
         assert meta["learner"]["kernel_tool"] == "cuda" and meta["learner"]["train_programs"] == ctas
         task.run()
         assert task.state_hashes()["state_vector_sha256"] == meta["state_vector_sha256"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ctas", [3, 8])
+def test_gpu_cluster_split_update_gives_the_unsplit_bits(ctas) -> None:
+    """On an sm_90 GPU with CuPy: with the blocks one cluster, the split update (two cluster barriers per step)
+    ends draw 0 in the same state vector as the unsplit one, and its barrier counter adds up."""
+    pytest.importorskip("cupy")
+    hashes = {}
+    for split in (False, True):
+        task = fused_cuda.CudaFusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, split=split,
+                                        cluster=True)
+        task.run()
+        _, meta = task.outputs()
+        assert meta["learner"]["split_update"] is split and meta["learner"]["cluster_update"] is True
+        hashes[split] = meta["state_vector_sha256"]
+    assert hashes[True] == hashes[False]

@@ -6,7 +6,7 @@ Eight lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of
 PTX read of the thread index that keeps the update's positions from being hoisted, the two
 ``extern __shared__`` declarations, and the cluster's PTX: the two halves of its barrier (split on the
 CPU too, with some threads sleeping after they arrive), ``mapa`` (another block's copy of a shared
-address, as a shared::cluster address: the rank in the top bits) and the read there); every other line is the file the GPU runs, its operations
+address, as a shared::cluster address: the rank in the top bits) and the 16-byte read there); every other line is the file the GPU runs, its operations
 and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
 are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
@@ -40,8 +40,8 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
          ('asm volatile("barrier.cluster.wait;" : : : "memory");', "emu_cluster_wait();", 1),
          ('asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));',
           "r = emu_cluster_addr(a, rank);", 1),
-         ('asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");',
-          "v = emu_cluster_load(addr);", 1))
+         ('asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), '
+          '"=f"(v[3]) : "r"(addr) : "memory");', "emu_cluster_load4(addr, v);", 1))
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
 
@@ -50,7 +50,7 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
            cluster: bool | None = None) -> tuple[Path, int]:
     """The harness with the kernel at this launch shape (cluster: None, as on an sm_90 GPU) and the
     training block's shared bytes."""
-    cluster = fused_cuda.cluster_possible(ctas, split, (9, 0)) if cluster is None else cluster
+    cluster = fused_cuda.cluster_possible(ctas, (9, 0)) if cluster is None else cluster
     text = fused_cuda.KERNEL_SOURCE.read_text()
     for line, stand_in, count in SWAPS:
         assert text.count(line) == count, f"bundle/fused_cuda.cu no longer has {line!r} {count} time(s)"
@@ -89,25 +89,30 @@ def _initial() -> np.ndarray:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
 
 
+def _short_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Draw 0's first 300 training rows (float32 (300, 81) pixels, int64 labels), its first 200 query rows,
+    one epoch's order of the 300 (int64) and the initial state vector (float32 (7554,))."""
+    inputs = load_draw(0).learner_inputs()
+    return (inputs["train_images"].reshape(-1, 81)[:300], inputs["train_labels"].astype(np.int64)[:300],
+            inputs["test_images"].reshape(-1, 81)[:200], epoch_orders(300, 1, FROZEN_CONFIG["seed"]), _initial())
+
+
 def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
 @pytest.mark.parametrize(("ctas", "split", "warps", "cluster"), [
-    (1, False, fused_cuda.WARPS, None), (3, True, fused_cuda.WARPS, None), (8, False, fused_cuda.WARPS, None),
-    (2, False, fused_cuda.WARPS, None), (2, False, 12, False), (64, True, fused_cuda.MIN_WARPS, None)])
+    (1, False, fused_cuda.WARPS, None), (3, True, fused_cuda.WARPS, None), (3, True, fused_cuda.WARPS, False),
+    (8, False, fused_cuda.WARPS, None), (8, True, fused_cuda.WARPS, None), (2, False, fused_cuda.WARPS, None),
+    (2, False, 12, False), (64, True, fused_cuda.MIN_WARPS, None)])
 def test_kernel_source_matches_the_reference_schedule(tmp_path, ctas, split, warps, cluster) -> None:
     """300 training rows of draw 0, one epoch (batches of 128, 128 and a short one of 44, so some blocks get
     no rows), 200 query rows: parameters, velocities and scores agree with the numpy reference to float32
     rounding, predictions exactly, every value finite, and the barrier counter adds up; for the launch
-    shapes of an sm_90 GPU (cluster None: the cluster update at 2 to 8 blocks) and the grid barrier at G = 2.
+    shapes of an sm_90 GPU (cluster None: the cluster update at 2 to 8 blocks, split or not) and the grid barrier
+    at G = 2 and, split, at G = 3.
     64 blocks run at the fewest warps (one OS thread per CUDA thread)."""
-    inputs = load_draw(0).learner_inputs()
-    raw = inputs["train_images"].reshape(-1, 81)[:300]
-    labels = inputs["train_labels"].astype(np.int64)[:300]
-    query = inputs["test_images"].reshape(-1, 81)[:200]
-    orders = epoch_orders(300, 1, FROZEN_CONFIG["seed"])
-    initial = _initial()
+    raw, labels, query, orders, initial = _short_run()
     out, barrier = _run(_build(tmp_path, ctas, split, warps, cluster), tmp_path, raw, labels, orders, initial, query,
                         ctas, 1)
     params, velocity = fused_cuda.reference_train(raw.astype(np.float32), labels, orders, initial, ctas,
@@ -134,3 +139,20 @@ def test_kernel_source_gives_the_frozen_predictions_of_draw_0(tmp_path) -> None:
     assert barrier == 158 * 2
     frozen = np.load(REPO_ROOT / "evidence" / "rev88-original" / "predictions" / "draw-00.npy")
     assert int((out["predictions"] != frozen).sum()) == 0
+
+
+@pytest.mark.parametrize("ctas", [2, 4])
+def test_the_cluster_split_update_gives_the_bits_of_the_unsplit_one(tmp_path, ctas) -> None:
+    """The split update inside the cluster (each block sums and updates a slice, the others gather it) does
+    the unsplit update's operations on the same values, so on 300 rows of draw 0 (one epoch) its final
+    parameters, velocities, scores and predictions are bit-equal to the unsplit cluster's at the same G;
+    its barrier counter gets two arrivals per block and step."""
+    raw, labels, query, orders, initial = _short_run()
+    outs = {}
+    for split in (False, True):
+        tmp = tmp_path / f"split{int(split)}"
+        tmp.mkdir()
+        outs[split] = _run(_build(tmp, ctas, split, cluster=True), tmp, raw, labels, orders, initial, query, ctas, 1)
+    assert outs[False][1] == 3 * ctas and outs[True][1] == 6 * ctas
+    for name in ("params", "velocity", "scores", "predictions"):
+        assert outs[True][0][name].tobytes() == outs[False][0][name].tobytes(), name

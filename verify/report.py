@@ -558,6 +558,10 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
 
 def _cuda_update_text(shape: dict) -> str:
     """How the CUDA tool's blocks combined their partial gradients, from the launch fields."""
+    if shape.get("split_update") is True and shape.get("cluster_update") is True:
+        return ("the blocks one thread-block cluster, each block updating one slice of the state from the partials "
+                "in the blocks' shared memory and every block gathering the slices (two hardware cluster barriers "
+                "per step)")
     if shape.get("split_update") is True:
         return "a sliced update (two grid barriers per step)"
     if shape.get("cluster_update") is True:

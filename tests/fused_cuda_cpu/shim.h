@@ -46,6 +46,9 @@ static inline float emu_cluster_load(unsigned addr) {
     return *reinterpret_cast<const float*>(reinterpret_cast<const char*>(emu_shared_blocks[addr >> 24]) +
                                            (addr & 0xffffffu));
 }
+static inline void emu_cluster_load4(unsigned addr, float (&v)[4]) {
+    for (int i = 0; i < 4; ++i) v[i] = emu_cluster_load(addr + 4u * i);
+}
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline unsigned atomicMax(unsigned* p, unsigned v) {

@@ -6,7 +6,8 @@ H200; evidence/h200-fused-cuda-20261203b with the tool's feature-major kernel, G
 H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, no profile phase, and
 evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200;
 evidence/h200-fused-cuda-20261203e, the source with weight rows of 44 floats, G = 2, 12 warps, its
-profile resumed on a second H200):
+profile resumed on a second H200; evidence/h200-fused-cuda-20261204, the source with 16-byte partial reads
+and the split cluster update, G = 2 unsplit, 12 warps, one H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -34,16 +35,19 @@ CUDA2_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203b"  # the same
 CUDA3_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203c"  # the cluster update, G = 2, 16 warps
 CUDA4_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203d"  # the same source tidied, 12 warps
 CUDA5_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203e"  # weight rows of 44 floats, 12 warps
-CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE)
+CUDA6_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204"  # 16-byte partial reads, cluster split source
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
 @pytest.mark.parametrize(("archive", "programs", "rounds"), [(ARCHIVE, None, 5), (GRID_ARCHIVE, 8, 5),
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
-                                                            (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4)],
+                                                            (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4),
+                                                            (CUDA6_ARCHIVE, 2, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
-                              "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2"])
+                              "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2",
+                              "cuda-cluster-quads-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -187,6 +191,23 @@ def _cuda_cluster_denied(rec: dict) -> None:
         block["cluster_update"] = False
 
 
+def _cuda_cluster_split_claimed(rec: dict) -> None:
+    """split_update true beside cluster_update true (with the cluster's one-float published buffer) in a record of
+    93597b73…, whose cluster update is never split."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["split_update"] = True
+
+
+def _cuda_cluster_split_published(rec: dict) -> None:
+    """The split cluster update (possible for 352ca9b5…) claimed with the grid split's 7,554-float published
+    buffer, which the cluster never allocates."""
+    for block in (rec["learner"], rec["metadata"]["learner"]):
+        block["split_update"] = True
+    for t in rec["buffer_inventory"]["named_tensors"]:
+        if t.get("name") == "published":
+            t["shape"] = [7554]
+
+
 def _cuda_cluster_of_sixteen(rec: dict) -> None:
     """16 blocks (8 rows each) claimed for the cluster update: more than a portable cluster holds."""
     for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
@@ -285,6 +306,13 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.energy_metadata"),
     (CUDA5_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
      "energy.learners.energy_metadata"),
+    (CUDA5_ARCHIVE, "energy/trial-r00-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_split_claimed,
+     "energy.learners.cuda_shape"),
+    (CUDA6_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_split_published,
+     "energy.learners.cuda_buffers"),
+    (CUDA6_ARCHIVE, "qualify/draw-04.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA6_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _energy_copies_other_source,
+     "energy.learners.energy_metadata"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
@@ -344,3 +372,25 @@ def test_product_slices_form(slices, ok) -> None:
     from verify.checks.run_energy import _slices_form  # noqa: PLC0415
 
     assert _slices_form(slices) is ok
+
+
+@pytest.mark.parametrize(("sha", "split", "published", "want_shape", "want_buffers"), [
+    ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", True, [1], True, True),
+    ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", False, [1], True, True),
+    ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", True, [7554], True, False),
+    ("93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436", True, [1], False, True),
+])
+def test_the_split_cluster_update_only_for_a_source_that_has_it(sha, split, published, want_shape,
+                                                                 want_buffers) -> None:
+    """A cluster record (G = 4, sm_90) may say split_update true only for a source marked ``cluster_split``, and
+    its ``published`` buffer is then the one float the cluster allocates."""
+    from verify.checks.run_energy import _cuda_inventory_problems, _cuda_shape_problems
+
+    block = {"kernel_tool": "cuda", "kernel_source_sha256": sha, "train_programs": 4, "rows_per_program": 32,
+             "train_threads": 384, "split_update": split, "cluster_update": True, "product_precision": "ieee",
+             "triton_version": None, "cupy": {"cupy": "14.2.0", "nvrtc": "13.0"}}
+    assert (not _cuda_shape_problems(block, {"compute_capability": "9.0"})) is want_shape
+    inventory = {"named_tensors": [{"name": "partials", "shape": [1], "dtype": "torch.float32"},
+                                   {"name": "published", "shape": published, "dtype": "torch.float32"},
+                                   {"name": "barrier_count", "shape": [1], "dtype": "torch.int32"}]}
+    assert (not _cuda_inventory_problems(block, inventory)) is want_buffers

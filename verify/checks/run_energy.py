@@ -177,9 +177,11 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d);
 #: 93597b73…: the same threads, weight rows of 44 floats, the next rows read coalesced, the partials read over
 #: 32-bit distributed-shared-memory addresses before the first store, the update's places kept in registers
-#: (evidence/h200-fused-cuda-20261203e).
+#: (evidence/h200-fused-cuda-20261203e); 352ca9b5…: the same threads, the partials read 16 bytes (a quad of
+#: adjacent entries) at a time, the logits and loss a lane per row and class with 32-row arrays, and the split
+#: update inside the cluster (evidence/h200-fused-cuda-20261204).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
-#: other listed source may claim it.
+#: other listed source may claim it. "cluster_split": the cluster update may also be split.
 _CLUSTER_KERNEL = {
     "cluster": True,
     "threads": (32, 5, 16),
@@ -193,6 +195,16 @@ _CLUSTER_KERNEL_44 = {
               "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
               "the next rows read coalesced; with the cluster update each block's partial gradients in its own "
               "shared memory; 32 threads per warp"}
+_CLUSTER_KERNEL_QUADS = {
+    "cluster": True,
+    "cluster_split": True,
+    "threads": (32, 5, 16),
+    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
+              "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
+              "the next rows read coalesced, with 32-row arrays the logits and loss a lane per row and class; with "
+              "the cluster update each block's partial gradients (and with the split update its slice's new "
+              "parameters) in its own shared memory, read by the other blocks 16 bytes at a time; 32 threads per "
+              "warp"}
 CUDA_KERNEL_SOURCES = {
     "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
         "threads": (44, 1, 16),
@@ -204,6 +216,7 @@ CUDA_KERNEL_SOURCES = {
     "4ae1762d8f0f710380ff7884e700f2cbffd6f561b6b035ff2a6df33a9c459148": _CLUSTER_KERNEL,
     "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370": _CLUSTER_KERNEL,
     "93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436": _CLUSTER_KERNEL_44,
+    "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460": _CLUSTER_KERNEL_QUADS,
 }
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
@@ -217,8 +230,9 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
     (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, cluster_update a
     bool (present exactly for the sources :data:`CUDA_KERNEL_SOURCES` marks ``cluster``, and for
     sources it does not list; never true for a listed source without it) and true only for 2 to :data:`MAX_CLUSTER`
-    blocks without split on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``),
-    product precision ieee, no Triton version."""
+    blocks on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``) and without split
+    unless the source has the split cluster update (``cluster_split``), product precision ieee, no Triton
+    version."""
     problems, hardware = [], hardware if isinstance(hardware, dict) else {}
     programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
     if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
@@ -242,11 +256,14 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
     elif block.get("cluster_update") is True:
         capability = str(hardware.get("compute_capability") or "")
         major = int(capability.split(".")[0]) if capability.split(".")[0].isdigit() else None
-        if not (type(programs) is int and 2 <= programs <= MAX_CLUSTER and block.get("split_update") is False
+        split_ok = (block.get("split_update") is False
+                    or (block.get("split_update") is True and bool((source or {}).get("cluster_split"))))
+        if not (type(programs) is int and 2 <= programs <= MAX_CLUSTER and split_ok
                 and major is not None and major >= 9):
             problems.append(f"cluster_update true with {programs!r} blocks, split_update "
                             f"{block.get('split_update')!r}, compute capability {capability or 'unrecorded'}: a cluster "
-                            f"takes 2 to {MAX_CLUSTER} blocks, no split, sm_90 on")
+                            f"takes 2 to {MAX_CLUSTER} blocks, sm_90 on, and no split unless its kernel source has "
+                            "the split cluster update")
     if block.get("product_precision") != "ieee" or block.get("triton_version") is not None:
         problems.append("a CUDA record names a product precision other than ieee or a Triton version")
     cupy = block.get("cupy")
@@ -259,11 +276,12 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
 def _cuda_inventory_problems(block: dict, inventory: dict) -> list[str]:
     """The CUDA tool's buffers against its launch fields: ``partials`` float32 (2, G, 7554) (with
     ``cluster_update`` (1,): the partials stay in shared memory), ``published`` float32 (7554,) with
-    ``split_update`` else (1,), ``barrier_count`` int32 (1,) (``CudaFusedTask``)."""
+    ``split_update`` and no ``cluster_update`` else (1,), ``barrier_count`` int32 (1,) (``CudaFusedTask``)."""
     tensors = {t.get("name"): t for t in inventory.get("named_tensors") or [] if isinstance(t, dict)}
-    partials = [1] if block.get("cluster_update") is True else [2, block.get("train_programs"), 7554]
+    cluster = block.get("cluster_update") is True
+    partials = [1] if cluster else [2, block.get("train_programs"), 7554]
     want = {"partials": (partials, "torch.float32"),
-            "published": ([7554] if block.get("split_update") is True else [1], "torch.float32"),
+            "published": ([7554] if block.get("split_update") is True and not cluster else [1], "torch.float32"),
             "barrier_count": ([1], "torch.int32")}
     return [f"{name} is {tensors.get(name, {}).get('shape')} {tensors.get(name, {}).get('dtype')}, not {shape} {dtype}"
             for name, (shape, dtype) in want.items()
