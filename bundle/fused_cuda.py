@@ -65,10 +65,11 @@ MAX_CLUSTER = 8           # blocks of one portable thread-block cluster (sm_90 o
 SPLIT_FROM = 16           # the default split (the fixture's) with the grid barrier: from this many blocks on (H200
                           # GPU-007a355d, draw 0, kernel 4764c796: G=8 3.42 ms/task split against 3.27 unsplit, G=16
                           # 3.33 against 3.50; docs/measurements/fused-cuda-probe-20261203e)
-CLUSTER_SPLIT_FROM = 3    # the default split with the cluster: from this many blocks on (H200 GPU-f643c17f, draw 0,
-                          # cycles per step: G=2 48,896 unsplit against 50,792 split, G=3 46,750 split, G=4 35,442
-                          # unsplit against 33,731, G=8 31,244 split against 40,276 unsplit on GPU-632cf3fa;
-                          # docs/measurements/fused-cuda-vec-split-20261204)
+CLUSTER_SPLIT_FROM = 4    # the default split with the cluster: from this many blocks on (block 0's cycles per step,
+                          # docs/measurements/fused-cuda-vec-split-20261204/c-archive-call, GPU-beca542f, source
+                          # 352ca9b5: G=4 33,411 split against 35,755 unsplit, G=8 30,070 split; on GPU-632cf3fa
+                          # the trial's G=8 unsplit took 40,276; G=2 48,896 unsplit against 50,792 split on
+                          # GPU-f643c17f; G=3 was never run unsplit with this source, so it stays unsplit)
 
 
 def kernel_source_sha256() -> str:
@@ -94,8 +95,8 @@ def row_stride(rows: int) -> int:
 def train_shared_bytes(rows: int, cluster: bool = False) -> int:
     """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
     six activation arrays (halves as is and through relu, their gradients), the logits, with
-    ``cluster`` the block's partial gradients of two steps (2 x 7,556 floats: :data:`PARTIAL_STRIDE`), then
-    row indices and labels (fused_cuda.cu)."""
+    ``cluster`` 2 x 7,556 floats (:data:`PARTIAL_STRIDE`: the block's partial gradients of two steps, or with
+    the split update one partial and its slice's new parameters), then row indices and labels (fused_cuda.cu)."""
     return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + (2 * PARTIAL_STRIDE if cluster else 0)
                 + 2 * rows)
 

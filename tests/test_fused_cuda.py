@@ -81,7 +81,8 @@ def test_shared_memory_fits_every_block_count() -> None:
     assert fused_cuda.train_shared_bytes(16) == 4 * (16144 + (6 * 44 + 10) * 36 + 32)
     assert fused_cuda.train_shared_bytes(64) <= 163 * 1024   # an A100 block from G = 2 on
     assert fused_cuda.predict_shared_bytes() == 4 * (16144 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
-    # the cluster update (2 to 8 blocks) also keeps two steps' partials, 2 x 7,554 floats, in every block
+    # the cluster update (2 to 8 blocks) also keeps 2 x 7,556 floats (two steps' partials, or a partial and the
+    # split update's slice) in every block
     for ctas in range(2, fused_cuda.MAX_CLUSTER + 1):
         rows = -(-128 // ctas)
         assert fused_cuda.train_shared_bytes(rows, True) == fused_cuda.train_shared_bytes(rows) + 4 * 2 * 7556
