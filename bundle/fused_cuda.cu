@@ -12,24 +12,27 @@
 // Training, rev88_train: ONE launch of G blocks (CTAs) of NT = 32 * NW threads; G, ROWS =
 // ceil(batch / G), NW, SPLIT and CLUSTER are compile-time constants.
 //   * Shared memory, feature-major: an activation array holds feature f of row r at f * RS + r
-//     (44 feature rows, 41 live and 3 zero; RS = the rows rounded up to 32, plus 4, so that
-//     feature rows start in different banks). Arrays: the halves L, R as is and through relu
+//     (44 feature rows, 41 live and 3 zero; RS = RP + 4, RP the rows rounded up to 32, or 16 for blocks of
+//     up to 16 rows, so that feature rows start in different banks). Arrays: the halves L, R as is and through relu
 //     (RL, RR), their gradients dL, dR, and the logits Zt (10 x RS), later the loss gradient.
 //     Every block keeps the whole parameter state twice: each branch weight as Wn[o][i] and
 //     Wt[i][o] (41 rows of 44 floats, zero past 41), the head as Hn[c][88] (left half in
 //     columns 0..40, right in 44..84) and Ht[f][10], the bias. Velocities live in registers:
-//     thread t owns the quads of state entries lo + 4t.., lo + 4(t + NT).., ... (ENTRY; with the
-//     grid's SPLIT single entries lo + t, lo + t + NT, ...), at 10 to 12 warps also the shared offsets
-//     of the entries it writes in the update, as 16-bit pcode()s.
+//     with the cluster, thread t owns the quads of state entries lo + 4t.., lo + 4(t + NT).., ...
+//     (ENTRY), else single entries lo + t, lo + t + NT, ...; at 10 to 12 warps it also keeps the shared
+//     offsets of the entries it writes in the update, as 16-bit pcode()s (the cluster split's gather:
+//     both offsets of each entry it gathers).
 //   * Products: a warp computes a 16-feature x 32-row tile of an output, each lane a 4 x 4
-//     register tile, k ascending, one float4 of each operand per k; the lanes are arranged so
-//     that both float4 reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
+//     register tile, k ascending, one float4 of each operand per k (with 16-row arrays a 16 x 16 tile,
+//     lanes of 4 x 2, a float4 and a float2 per k: the same sums in the same order, half the
+//     instructions of a padded 32-row tile); the lanes are arranged so
+//     that both reads of a k are shared by lane pairs (lane_a, lane_b). Weight gradients
 //     (41 x 41, a sum over rows) are 4 x 4 lane tiles of features {t, t + 11, t + 22, t + 33},
 //     rows ascending, 121 tiles on the 128 lanes of four warps.
 //   * Step s, on block b's rows [b*ROWS, (b+1)*ROWS) of the step's batch (none in a short last
 //     batch): four forward branches; logits and the mean cross-entropy gradient (a warp per 16
-//     rows, or with 32-row arrays, WIDE_LOSS, a warp per 3 rows and a lane per row and class: the
-//     same operations, the shorter chain at G >= 4); head and bias partial gradients with dL, dR; the reversible backward, one phase per
+//     rows, or with arrays of 16 or 32 rows, WIDE_LOSS, a warp per 3 rows and a lane per row and class:
+//     the same operations, the shorter chain at G >= 4); head and bias partial gradients with dL, dR; the reversible backward, one phase per
 //     branch (W3, W2, W1, W0): four warps take the weight's partial gradient while the others take
 //     the leaf's gradient and the rebuilt half, or in W0 read step s+1's rows (coalesced; their
 //     training indices read at the start of step s) and lift them (relu of the right half after
@@ -45,7 +48,8 @@
 //       memory, a quad of adjacent entries per 16-byte read; with SPLIT = 1 block b sums and
 //       updates only its slice (CHUNK entries, a multiple of 4) and writes its new parameters into
 //       its PUB, the blocks meet at a second cluster barrier, and every block gathers all slices
-//       from the G PUBs (16-byte reads) into both of its copies: the same operations on the same
+//       from the G PUBs (16-byte reads, block b from its own slice on: gentry()) into both of its
+//       copies: the same operations on the same
 //       values as the unsplit update, so the same bits;
 //     - G = 1: the block's __syncthreads; its partial from global memory;
 //     - else a grid barrier (an arrival counter, atomics with release/acquire ordering) and loads
@@ -98,8 +102,10 @@
 #ifndef ROWS
 #define ROWS 16
 #endif
-#define RP (((ROWS + 31) / 32) * 32)     // rows of an activation array
+#define RP (ROWS <= 16 ? 16 : ((ROWS + 31) / 32) * 32)   // rows of an activation array: 16, or a multiple of 32
 #define RS (RP + 4)                      // its feature-row stride
+#define TROWS(X) ((X) < 32 ? 16 : 32)    // rows of a product's warp task over X-row arrays (lane tiles 4 x 2, or 4 x 4)
+#define NRB (RP / TROWS(RP))             // row blocks of the training arrays
 #ifndef SPLIT
 #define SPLIT 0
 #endif
@@ -113,25 +119,20 @@
 #else
 #define CHUNK NSTATE
 #endif
-#if SPLIT && !CLUSTER
+#define QENTRY(t, j) (4 * ((t) + ((j) / 4) * NT) + (j) % 4)   // thread t's j-th entry in quads of adjacent entries
+#if CLUSTER
+#define ENTRY(t, j) QENTRY(t, j)         // (16-byte reads of distributed shared memory)
+#define VR (4 * ((CHUNK + 4 * NT - 1) / (4 * NT)))
+#else
 #define ENTRY(t, j) ((t) + (j) * NT)
 #define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
-#else
-#define ENTRY(t, j) (4 * ((t) + ((j) / 4) * NT) + (j) % 4)   // quads of adjacent entries (16-byte reads)
-#define VR (4 * ((CHUNK + 4 * NT - 1) / (4 * NT)))
 #endif
 #define GR (4 * ((NSTATE + 4 * NT - 1) / (4 * NT)))       // entries a thread gathers (cluster split)
-#define GENTRY(t, j) (4 * ((t) + ((j) / 4) * NT) + (j) % 4)
-#if SPLIT && CLUSTER
-#define CODE_N GR
-#define CODE_ENTRY(t, j) GENTRY(t, j)
-#else
-#define CODE_N VR
-#define CODE_ENTRY(t, j) ENTRY(t, j)
-#endif
+#define NQ ((NSTATE + 3) / 4)           // quads of the state
 #define PSTR (((NSTATE + 3) / 4) * 4)   // floats between a cluster block's two partial buffers
-#define WIDE_LOSS (RP == 32)             // logits_loss_wide() (a warp per 3 rows) instead of logits_loss()
-#define KEEP_CODES ((!SPLIT || CLUSTER) && NW >= 10 && NW <= 12)  // the update keeps its pcode()s in registers (a thread of 10 to
+#define WIDE_LOSS (RP <= 32)             // logits_loss_wide() (a warp per 3 rows) instead of logits_loss()
+#define KEEP_CODES ((!SPLIT || CLUSTER) && NW >= 10 && NW <= 12)  // the update keeps its pcode()s (the cluster split's gather
+                                         // its entries' two offsets) in registers (a thread of 10 to
                                          // 12 warps has room for them: ptxas spills at 9 and at 16 warps),
                                          // else it divides in every step
 #if CLUSTER && (G < 2 || G > 8)
@@ -144,6 +145,16 @@
 #define QRS (QRP + 4)
 
 __device__ __forceinline__ float relu(float x) { return x > 0.0f ? x : 0.0f; }
+// The cluster split's gather: thread t's j-th entry (j < GR), in quads, the quads rotated by this block's
+// slice, so that at any moment the G blocks read from different blocks (block b first its own slice).
+__device__ __forceinline__ int gentry(int t, int j) {
+    int u = t + (j / 4) * NT;
+    if (u < NQ) {
+        u += blockIdx.x * (CHUNK / 4);
+        if (u >= NQ) u -= NQ;
+    }
+    return 4 * u + j % 4;
+}
 
 // Entry k's place in 16 bits (the update keeps two per register instead of dividing in every step):
 // region (0..3 a branch weight, 4 the head, 5 the bias) << 12, then o << 6 | i of a weight (o, i < 41),
@@ -238,23 +249,67 @@ __device__ __forceinline__ void cluster_load4(unsigned addr, float (&v)[4]) {
     asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(addr) : "memory");
 }
 
+// gs[j] = the sum of the G blocks' partials of entry lo + ENTRY(first, j) < hi in block order 0..G-1
+// (buffer pb of every block; a quad of adjacent entries per 16-byte read, all read before any store)
+__device__ __forceinline__ void cluster_reduce(float (&gs)[VR], const float* pb, int lo, int hi, int first) {
+    unsigned peer[G];
+#pragma unroll
+    for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
+#pragma unroll
+    for (int j = 0; j < VR; j += 4) {
+        const int k = lo + ENTRY(first, j);
+        if (k < hi) {
+            float g[4];
+            cluster_load4(peer[0] + 4u * k, g);
+#pragma unroll
+            for (int q = 1; q < G; ++q) {
+                float h[4];
+                cluster_load4(peer[q] + 4u * k, h);
+#pragma unroll
+                for (int c = 0; c < 4; ++c) g[c] += h[c];
+            }
+#pragma unroll
+            for (int c = 0; c < 4; ++c) gs[j + c] = g[c];
+        }
+    }
+}
+
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 __device__ __forceinline__ float at4(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+// 4 or 2 adjacent floats of an activation row (one 16- or 8-byte access)
+__device__ __forceinline__ void ldv(float (&v)[4], const float* p) {
+    const float4 q = ld4(p);
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+}
+__device__ __forceinline__ void ldv(float (&v)[2], const float* p) {
+    const float2 q = *reinterpret_cast<const float2*>(p);
+    v[0] = q.x;
+    v[1] = q.y;
+}
+__device__ __forceinline__ void stv(float* p, const float (&v)[4]) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void stv(float* p, const float (&v)[2]) { *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]); }
 
-// c[m][r] = sum_{k < K} A[k * AST + m0 + m] * B[k * BST + r0 + r], k ascending (m, r < 4).
-template <int K, int AST, int BST>
-__device__ __forceinline__ void tile4(float (&c)[4][4], const float* A, int m0, const float* B, int r0) {
+// c[m][r] = sum_{k < K} A[k * AST + m0 + m] * B[k * BST + r0 + r], k ascending (m < 4, r < NR = 4 or 2).
+template <int K, int AST, int BST, int NR>
+__device__ __forceinline__ void tile(float (&c)[4][NR], const float* A, int m0, const float* B, int r0) {
 #pragma unroll
     for (int m = 0; m < 4; ++m)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) c[m][r] = 0.0f;
+        for (int r = 0; r < NR; ++r) c[m][r] = 0.0f;
 #pragma unroll 8
     for (int k = 0; k < K; ++k) {
-        const float4 a = ld4(A + k * AST + m0), b = ld4(B + k * BST + r0);
+        const float4 a = ld4(A + k * AST + m0);
+        float b[NR];
+        ldv(b, B + k * BST + r0);
 #pragma unroll
         for (int m = 0; m < 4; ++m)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) c[m][r] = fmaf(at4(a, m), at4(b, r), c[m][r]);
+            for (int r = 0; r < NR; ++r) c[m][r] = fmaf(at4(a, m), b[r], c[m][r]);
     }
 }
 
@@ -264,35 +319,38 @@ __device__ __forceinline__ void tile4(float (&c)[4][4], const float* A, int m0, 
 __device__ __forceinline__ int lane_a() { return (threadIdx.x >> 1) & 3; }
 __device__ __forceinline__ int lane_b() { return (threadIdx.x & 1) | ((threadIdx.x >> 2) & 6); }
 
-// Warp task t of a 44-feature output over X rows (3 feature groups x X/32 row blocks): this lane's
-// feature tile mt (none past 10) and first row r0; false when the lane or its row block is idle.
+// Warp task t of a 44-feature output over X rows (3 feature groups x X/TROWS(X) row blocks): this lane's
+// feature tile mt (none past 10) and first row r0 (lane tiles of 4 features x TROWS(X)/8 rows); false
+// when the lane or its row block is idle.
 template <int X>
 __device__ __forceinline__ bool row_task(int t, int nr, int& mt, int& r0) {
     const int rb = t / 3;
     mt = 4 * (t - 3 * rb) + lane_a();
-    r0 = 32 * rb + 4 * lane_b();
-    return mt < 11 && 32 * rb < nr;
+    r0 = TROWS(X) * rb + (TROWS(X) / 8) * lane_b();
+    return mt < 11 && TROWS(X) * rb < nr;
 }
 
 // act[o][r] (+ or -)= alpha * sum_i Wt[i][o] src[i][r]; ract = relu(act). src: a relu'd half.
 template <int X, bool ADD>
 __device__ __forceinline__ void branch_task(float* act, float* ract, const float* src, const float* Wt, float alpha,
                                             int t, int nr) {
+    constexpr int NR = TROWS(X) / 8;
     int mt, r0;
     if (!row_task<X>(t, nr, mt, r0)) return;
-    float c[4][4];
-    tile4<HF, WS, X + 4>(c, Wt, 4 * mt, src, r0);
+    float c[4][NR];
+    tile<HF, WS, X + 4, NR>(c, Wt, 4 * mt, src, r0);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-        float4* a4 = reinterpret_cast<float4*>(act + (4 * mt + m) * (X + 4) + r0);
-        float4 v = *a4;
-        v.x = ADD ? v.x + c[m][0] * alpha : v.x - c[m][0] * alpha;
-        v.y = ADD ? v.y + c[m][1] * alpha : v.y - c[m][1] * alpha;
-        v.z = ADD ? v.z + c[m][2] * alpha : v.z - c[m][2] * alpha;
-        v.w = ADD ? v.w + c[m][3] * alpha : v.w - c[m][3] * alpha;
-        *a4 = v;
-        *reinterpret_cast<float4*>(ract + (4 * mt + m) * (X + 4) + r0) =
-            make_float4(relu(v.x), relu(v.y), relu(v.z), relu(v.w));
+        float* a = act + (4 * mt + m) * (X + 4) + r0;
+        float v[NR], q[NR];
+        ldv(v, a);
+#pragma unroll
+        for (int r = 0; r < NR; ++r) {
+            v[r] = ADD ? v[r] + c[m][r] * alpha : v[r] - c[m][r] * alpha;
+            q[r] = relu(v[r]);
+        }
+        stv(a, v);
+        stv(ract + (4 * mt + m) * (X + 4) + r0, q);
     }
 }
 
@@ -300,20 +358,21 @@ __device__ __forceinline__ void branch_task(float* act, float* ract, const float
 // relu(h) > 0 exactly where h > 0).
 __device__ __forceinline__ void leaf_task(float* dacc, const float* d, const float* leaf, const float* Wn, float alpha,
                                           int t, int nr) {
+    constexpr int NR = TROWS(RP) / 8;
     int mt, r0;
     if (!row_task<RP>(t, nr, mt, r0)) return;
-    float c[4][4];
-    tile4<HF, WS, RS>(c, Wn, 4 * mt, d, r0);
+    float c[4][NR];
+    tile<HF, WS, RS, NR>(c, Wn, 4 * mt, d, r0);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-        const float4 h = ld4(leaf + (4 * mt + m) * RS + r0);
-        float4* a4 = reinterpret_cast<float4*>(dacc + (4 * mt + m) * RS + r0);
-        float4 v = *a4;
-        if (h.x > 0.0f) v.x += c[m][0] * alpha;
-        if (h.y > 0.0f) v.y += c[m][1] * alpha;
-        if (h.z > 0.0f) v.z += c[m][2] * alpha;
-        if (h.w > 0.0f) v.w += c[m][3] * alpha;
-        *a4 = v;
+        float h[NR], v[NR];
+        ldv(h, leaf + (4 * mt + m) * RS + r0);
+        float* a = dacc + (4 * mt + m) * RS + r0;
+        ldv(v, a);
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+            if (h[r] > 0.0f) v[r] += c[m][r] * alpha;
+        stv(a, v);
     }
 }
 
@@ -406,15 +465,15 @@ __device__ __forceinline__ void head_task(float* gp, const float* Zt, const floa
 // The core's upstream gradients: dL[j][r] = sum_c Hn[c][j] g[c][r], dR likewise from columns 44..,
 // c ascending. Task t: half t % 2, then as row_task.
 __device__ __forceinline__ void upstream_task(float* dL, float* dR, const float* Zt, const float* Hn, int t, int nr) {
+    constexpr int NR = TROWS(RP) / 8;
     int mt, r0;
     const int h = t & 1;
     if (!row_task<RP>(t >> 1, nr, mt, r0)) return;
-    float c[4][4];
-    tile4<NCLS, HN, RS>(c, Hn + 44 * h, 4 * mt, Zt, r0);
+    float c[4][NR];
+    tile<NCLS, HN, RS, NR>(c, Hn + 44 * h, 4 * mt, Zt, r0);
     float* dst = h ? dR : dL;
 #pragma unroll
-    for (int m = 0; m < 4; ++m)
-        *reinterpret_cast<float4*>(dst + (4 * mt + m) * RS + r0) = make_float4(c[m][0], c[m][1], c[m][2], c[m][3]);
+    for (int m = 0; m < 4; ++m) stv(dst + (4 * mt + m) * RS + r0, c[m]);
 }
 
 // Logits of classes {2ct, 2ct + 1} x rows r0..r0+3 (activation row stride ST): Zt[c][r] =
@@ -709,13 +768,24 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #endif
     const int hi = lo + CHUNK < NSTATE ? lo + CHUNK : NSTATE;
     PHASE_DECLARE
-#if KEEP_CODES
-    unsigned codes[(CODE_N + 1) / 2];   // pcode() of this thread's entries of the update, two per register
+#if KEEP_CODES && SPLIT && CLUSTER
+    unsigned gpos[GR];   // both shared offsets of every entry this thread gathers, pn | pt << 16 (< 65,536)
 #pragma unroll
-    for (int j = 0; j < (CODE_N + 1) / 2; ++j) codes[j] = 0;
+    for (int j = 0; j < GR; ++j) {
+        gpos[j] = 0;
+        if (gentry(threadIdx.x, j) < NSTATE) {
+            int pn, pt;
+            ppos(gentry(threadIdx.x, j), pn, pt);
+            gpos[j] = (unsigned)pn | (unsigned)pt << 16;
+        }
+    }
+#elif KEEP_CODES
+    unsigned codes[(VR + 1) / 2];   // pcode() of this thread's entries of the update, two per register
 #pragma unroll
-    for (int j = 0; j < CODE_N; ++j)
-        if (CODE_ENTRY(threadIdx.x, j) < NSTATE) codes[j / 2] |= pcode(CODE_ENTRY(threadIdx.x, j)) << (16 * (j % 2));
+    for (int j = 0; j < (VR + 1) / 2; ++j) codes[j] = 0;
+#pragma unroll
+    for (int j = 0; j < VR; ++j)
+        if (ENTRY(threadIdx.x, j) < NSTATE) codes[j / 2] |= pcode(ENTRY(threadIdx.x, j)) << (16 * (j % 2));
 #endif
     int count = step_rows(rows, labs, orders, labels, 0, nb, n_train, batch);
     __syncthreads();
@@ -726,16 +796,16 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         // the training indices of step s + 1's rows, read now, used in W0
         if (warp >= NWG && s + 1 < steps) next_rows(rows, orders, s + 1, nb, n_train, batch);
         PHASE_START
-        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT, alpha, t, nr);
+        for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(L, RL, RR, P + OWT, alpha, t, nr);
         __syncthreads();   // l1 = l0 + f(r0; W0)
         PHASE_MARK(0)
-        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
+        for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
         __syncthreads();   // r1 = r0 + f(l1; W1)
         PHASE_MARK(1)
-        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
+        for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
         __syncthreads();   // l2 = l1 + f(r1; W2)
         PHASE_MARK(2)
-        for (int t = warp; t < 3 * (RP / 32); t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
+        for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
         __syncthreads();   // r2 = r1 + f(l2; W3)
         PHASE_MARK(3)
 #if WIDE_LOSS
@@ -754,13 +824,13 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #endif
         // head and bias partial gradients (warps 0..NHG-1); dL = g·HL, dR = g·HR (the others)
         if (warp < NHG) head_task(gp, Zt, L, R, nr4, warp);
-        else for (int t = warp - NHG; t < 6 * (RP / 32); t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
+        else for (int t = warp - NHG; t < 6 * NRB; t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
         __syncthreads();
         PHASE_MARK(5)
         // reversible backward: block 1 (W3, W2) then block 0 (W1, W0); per branch the weight's
         // partial gradient (warps 0..NWG-1), the leaf's gradient and the rebuilt half (the others)
         if (warp < NWG) weight_task(gp + 3 * NWT, dR, RL, nr4, alpha, warp);              // W3: leaf l2, upstream dR
-        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+        else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t >> 1, nr);   // r1 = r2 - f(l2)
             else leaf_task(dL, dR, L, P + OWN + 3 * WSZ, alpha, t >> 1, nr);
         }
@@ -768,14 +838,14 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         __syncthreads();
         PHASE_MARK(7)
         if (warp < NWG) weight_task(gp + 2 * NWT, dL, RR, nr4, alpha, warp);              // W2: leaf r1, upstream dL
-        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+        else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t >> 1, nr);   // l1 = l2 - f(r1)
             else leaf_task(dR, dL, R, P + OWN + 2 * WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
         PHASE_MARK(8)
         if (warp < NWG) weight_task(gp + NWT, dR, RL, nr4, alpha, warp);                  // W1: leaf l1, upstream dR
-        else for (int t = warp - NWG; t < 6 * (RP / 32); t += NW - NWG) {
+        else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + WSZ, alpha, t >> 1, nr);       // r0 = r1 - f(l1)
             else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
         }
@@ -822,27 +892,8 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             // blocks' PUBs into both of its copies (one partial buffer and one PUB suffice: a block writes
             // its partial in step s + 1 and its PUB in step s + 1's update only after barriers that every
             // block passes after its reads of step s)
-            unsigned peer[G];
-#pragma unroll
-            for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
             float gs[VR];
-#pragma unroll
-            for (int j = 0; j < VR; j += 4) {
-                const int k = lo + ENTRY(first, j);
-                if (k < hi) {
-                    float g[4];
-                    cluster_load4(peer[0] + 4u * k, g);
-#pragma unroll
-                    for (int q = 1; q < G; ++q) {
-                        float h[4];
-                        cluster_load4(peer[q] + 4u * k, h);
-#pragma unroll
-                        for (int c = 0; c < 4; ++c) g[c] += h[c];
-                    }
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) gs[j + c] = g[c];
-                }
-            }
+            cluster_reduce(gs, pb, lo, hi, first);
 #pragma unroll
             for (int j = 0; j < VR; ++j) {
                 const int k = lo + ENTRY(first, j);
@@ -858,23 +909,26 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             cluster_arrive();
             cluster_wait();
             if (threadIdx.x == 0) atomicAdd(sync, 1u);
+            // a quad per read, stored before the next read (all reads first took about 1,300 cycles more per
+            // step at G = 4 and 8; the quads rotated by block and the offsets kept in registers about 1,200
+            // fewer at G = 8: docs/measurements/fused-cuda-16-rows-20261204)
 #pragma unroll
             for (int j = 0; j < GR; j += 4) {
-                const int k = GENTRY(first, j);
+                const int k = gentry(first, j);
                 if (k < NSTATE) {
-                    float v4[4];
-                    cluster_load4(cluster_addr(PUB + k, (unsigned)(k / CHUNK)), v4);
+                    float got[4];
+                    cluster_load4(cluster_addr(PUB + k, (unsigned)(k / CHUNK)), got);
 #pragma unroll
                     for (int c = 0; c < 4; ++c)
                         if (k + c < NSTATE) {
-                            int pn, pt;
 #if KEEP_CODES
-                            pcode_pos((codes[(j + c) / 2] >> (16 * ((j + c) % 2))) & 0xffffu, pn, pt);
+                            const int pn = (int)(gpos[j + c] & 0xffffu), pt = (int)(gpos[j + c] >> 16);
 #else
+                            int pn, pt;
                             ppos(k + c, pn, pt);
 #endif
-                            P[pn] = v4[c];
-                            P[pt] = v4[c];
+                            P[pn] = got[c];
+                            P[pt] = got[c];
                         }
                 }
             }
@@ -921,30 +975,9 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(12)
 #endif
         // every partial is read before the first store to the state (the reads cannot wait on the stores)
-#if CLUSTER
-        unsigned peer[G];
-#pragma unroll
-        for (int q = 0; q < G; ++q) peer[q] = cluster_addr(pb, q);
-#endif
         float gs[VR];
 #if CLUSTER
-#pragma unroll
-        for (int j = 0; j < VR; j += 4) {
-            const int k = ENTRY(first, j);
-            if (k < NSTATE) {
-                float g[4];
-                cluster_load4(peer[0] + 4u * k, g);
-#pragma unroll
-                for (int q = 1; q < G; ++q) {
-                    float h[4];
-                    cluster_load4(peer[q] + 4u * k, h);
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) g[c] += h[c];
-                }
-#pragma unroll
-                for (int c = 0; c < 4; ++c) gs[j + c] = g[c];
-            }
-        }
+        cluster_reduce(gs, pb, 0, NSTATE, first);
 #else
 #pragma unroll
         for (int j = 0; j < VR; ++j) {

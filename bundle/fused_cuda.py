@@ -8,8 +8,9 @@ its preparation, hashes and outputs); what differs is the kernels:
 * training, ``rev88_train``: one launch of G blocks (``ctas``) of 32 x ``warps`` threads, each
   keeping a whole copy of the 7,554 parameters (every weight twice, as is and transposed) and its
   rows' activations in shared memory, feature-major (44 feature rows of the rows rounded up to 32,
-  plus 4); velocities in registers; products as 4 x 4 register tiles of scalar float32 FMAs, a warp
-  per 16 features x 32 rows; per step a partial gradient per block, a barrier, then the G partials
+  or of 16 rows for blocks of up to 16 rows, plus 4); velocities in registers; products as 4 x 4
+  register tiles of scalar float32 FMAs, a warp per 16 features x 32 rows (with 16-row arrays 4 x 2
+  tiles, a warp per 16 x 16: the same sums in the same order); per step a partial gradient per block, a barrier, then the G partials
   summed in block order (every block for its own copy, or with ``split`` each block a slice,
   published at a second barrier). With 2 to 8 blocks on sm_90 on (``cluster``) the blocks are one
   thread-block cluster: the partials and published slices stay in the blocks' shared memory and are
@@ -88,8 +89,9 @@ def cupy_versions() -> dict | None:
 
 
 def row_stride(rows: int) -> int:
-    """Feature-row stride of a shared activation array (floats): rows rounded up to 32, plus 4 (fused_cuda.cu RS)."""
-    return triton_cdiv(rows, 32) * 32 + 4
+    """Feature-row stride of a shared activation array of ``rows`` rows (floats): 16 rows up to 16 (lane tiles of
+    4 features x 2 rows), else the rows rounded up to 32; plus 4 (fused_cuda.cu RP, RS)."""
+    return (16 if rows <= 16 else triton_cdiv(rows, 32) * 32) + 4
 
 
 def train_shared_bytes(rows: int, cluster: bool = False) -> int:

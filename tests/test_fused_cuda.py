@@ -78,7 +78,10 @@ def test_shared_memory_fits_every_block_count() -> None:
         assert fused_cuda.train_shared_bytes(rows) <= fused_cuda.SHARED_LIMIT
     # G = 1: parameters 16,144 floats (weight rows of 44); 6 activation arrays and the logits, 44 and 10 feature rows of 132; rows, labels
     assert fused_cuda.train_shared_bytes(128) == 4 * (16144 + (6 * 44 + 10) * 132 + 256) == 210272
-    assert fused_cuda.train_shared_bytes(16) == 4 * (16144 + (6 * 44 + 10) * 36 + 32)
+    # blocks of up to 16 rows keep 16-row arrays (lane tiles of 4 x 2): a stride of 20
+    assert fused_cuda.train_shared_bytes(16) == 4 * (16144 + (6 * 44 + 10) * 20 + 32)
+    assert fused_cuda.train_shared_bytes(8) == fused_cuda.train_shared_bytes(16) - 4 * 16
+    assert fused_cuda.train_shared_bytes(17) == 4 * (16144 + (6 * 44 + 10) * 36 + 34)
     assert fused_cuda.train_shared_bytes(64) <= 163 * 1024   # an A100 block from G = 2 on
     assert fused_cuda.predict_shared_bytes() == 4 * (16144 + (4 * 44 + 10) * 68 + 64) <= 163 * 1024
     # the cluster update (2 to 8 blocks) also keeps 2 x 7,556 floats (two steps' partials, or a partial and the

@@ -16,6 +16,8 @@
 
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
+struct alignas(8) float2 { float x, y; };
+static inline float2 make_float2(float a, float b) { return float2{a, b}; }
 struct emu_dim { int x; };
 thread_local emu_dim threadIdx, blockIdx;
 thread_local pthread_barrier_t* emu_block_barrier;

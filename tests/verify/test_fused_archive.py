@@ -7,7 +7,8 @@ H200; evidence/h200-fused-cuda-20261203c with the cluster update, G = 2, K = 4, 
 evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200;
 evidence/h200-fused-cuda-20261203e, the source with weight rows of 44 floats, G = 2, 12 warps, its
 profile resumed on a second H200; evidence/h200-fused-cuda-20261204, the source with 16-byte partial reads
-and the split cluster update, G = 2 unsplit, 12 warps, one H200):
+and the split cluster update, G = 2 unsplit, 12 warps, one H200; evidence/h200-fused-cuda-20261204c, the
+source with 16-row arrays, G = 8 split inside the cluster, 12 warps, one H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -36,7 +37,9 @@ CUDA3_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203c"  # the clus
 CUDA4_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203d"  # the same source tidied, 12 warps
 CUDA5_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203e"  # weight rows of 44 floats, 12 warps
 CUDA6_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204"  # 16-byte partial reads, cluster split source
-CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE)
+CUDA7_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204c"  # 16-row arrays, G = 8 split cluster
+CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE,
+                 CUDA7_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
@@ -44,10 +47,10 @@ FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
                                                             (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4),
-                                                            (CUDA6_ARCHIVE, 2, 4)],
+                                                            (CUDA6_ARCHIVE, 2, 4), (CUDA7_ARCHIVE, 8, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
                               "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2",
-                              "cuda-cluster-quads-2"])
+                              "cuda-cluster-quads-2", "cuda-cluster-16-rows-8"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -313,6 +316,12 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA6_ARCHIVE, "qualify/draw-04.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
     (CUDA6_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _energy_copies_other_source,
      "energy.learners.energy_metadata"),
+    (CUDA7_ARCHIVE, "qualify/draw-07.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA7_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
+    (CUDA7_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_split_published,
+     "energy.learners.cuda_buffers"),
+    (CUDA7_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
+     "energy.learners.energy_metadata"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
@@ -378,6 +387,8 @@ def test_product_slices_form(slices, ok) -> None:
     ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", True, [1], True, True),
     ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", False, [1], True, True),
     ("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", True, [7554], True, False),
+    ("ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46", True, [1], True, True),
+    ("ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46", True, [7554], True, False),
     ("93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436", True, [1], False, True),
 ])
 def test_the_split_cluster_update_only_for_a_source_that_has_it(sha, split, published, want_shape,

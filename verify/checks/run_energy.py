@@ -179,7 +179,9 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: 32-bit distributed-shared-memory addresses before the first store, the update's places kept in registers
 #: (evidence/h200-fused-cuda-20261203e); 352ca9b5…: the same threads, the partials read 16 bytes (a quad of
 #: adjacent entries) at a time, the logits and loss a lane per row and class with 32-row arrays, and the split
-#: update inside the cluster (evidence/h200-fused-cuda-20261204).
+#: update inside the cluster (evidence/h200-fused-cuda-20261204); ac5da96b…: the same threads, blocks of up to
+#: 16 rows in 16-row arrays (lane tiles of 4 x 2: the same sums in the same order), the split update's gather
+#: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it. "cluster_split": the cluster update may also be split.
 _CLUSTER_KERNEL = {
@@ -205,6 +207,15 @@ _CLUSTER_KERNEL_QUADS = {
               "the cluster update each block's partial gradients (and with the split update its slice's new "
               "parameters) in its own shared memory, read by the other blocks 16 bytes at a time; 32 threads per "
               "warp"}
+_CLUSTER_KERNEL_16 = {
+    **_CLUSTER_KERNEL_QUADS,
+    "layout": "feature-major activations (44 feature rows of 16 rows for blocks of up to 16 rows, else of the rows "
+              "rounded up to 32, plus 4), each weight kept as is and transposed in rows of 44 floats, 4 x 4 register "
+              "tiles per lane (4 x 2 with 16-row arrays), weight gradients on four warps, the next rows read "
+              "coalesced, with arrays of 16 or 32 rows the logits and loss a lane per row and class; with the cluster "
+              "update each block's partial gradients (and with the split update its slice's new parameters) in its "
+              "own shared memory, read by the other blocks 16 bytes at a time (the split update's gather from each "
+              "block's own slice on); 32 threads per warp"}
 CUDA_KERNEL_SOURCES = {
     "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
         "threads": (44, 1, 16),
@@ -217,6 +228,7 @@ CUDA_KERNEL_SOURCES = {
     "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370": _CLUSTER_KERNEL,
     "93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436": _CLUSTER_KERNEL_44,
     "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460": _CLUSTER_KERNEL_QUADS,
+    "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
 }
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
