@@ -258,7 +258,14 @@ class CudaFusedTask(FusedTask):
             "raw_query", "scores", "predictions")}
 
     def _stream(self):
-        return self._cupy.cuda.ExternalStream(torch.cuda.current_stream(self.device).cuda_stream)
+        """torch's current stream on this device as a CuPy stream (the kernels launch in torch's stream order):
+        through the CUDA stream protocol (``Stream.from_external``, CuPy 14 on, where torch's stream has
+        ``__cuda_stream__``), else by its handle (``ExternalStream``, which CuPy 14 deprecates)."""
+        current = torch.cuda.current_stream(self.device)
+        streams = self._cupy.cuda
+        if hasattr(streams.Stream, "from_external") and hasattr(current, "__cuda_stream__"):
+            return streams.Stream.from_external(current)
+        return streams.ExternalStream(current.cuda_stream)
 
     def train(self) -> None:
         """Zero the barrier counter, then ONE ``rev88_train`` launch (reset + every update).

@@ -33,7 +33,7 @@ def measure(shape: str) -> dict:
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
-    from bundle.fused_cuda import CudaFusedTask  # noqa: PLC0415
+    from bundle.fused_cuda import CudaFusedTask, kernel_source_sha256  # noqa: PLC0415
 
     fields = shape.split(":")
     ctas, warps = int(fields[0]), int(fields[1])
@@ -70,7 +70,7 @@ def measure(shape: str) -> dict:
     pred, meta = task.outputs()
     per_step_block0 = float(cycles[0, 0].sum())
     return {"shape": shape, "ctas": ctas, "warps": warps, "cluster": task.cluster, "split": task.split,
-            "steps": task.steps,
+            "kernel_source_sha256": kernel_source_sha256(), "steps": task.steps,
             "train_ms": train_ms, "predict_ms": predict_ms,
             "cycles_per_step_thread0": cycles[:, 0].tolist(), "cycles_per_step_warp4": cycles[:, 1].tolist(),
             "sm_mhz_estimate": per_step_block0 * task.steps / (min(train_ms) * 1e3),

@@ -138,7 +138,7 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
     ("sm_90", 1, 0, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.WARPS), ("sm_90", 8, 0, fused_cuda.WARPS),
     ("sm_90", 16, 1, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.MIN_WARPS), ("sm_90", 12, 0, 12),
     ("sm_90", 2, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 1, fused_cuda.WARPS),
-    ("sm_90", 8, 1, fused_cuda.MAX_WARPS), ("sm_90", 3, 1, fused_cuda.MIN_WARPS),
+    ("sm_90", 8, 1, fused_cuda.MAX_WARPS), ("sm_90", 8, 1, fused_cuda.WARPS), ("sm_90", 3, 1, fused_cuda.MIN_WARPS),
     ("sm_80", 2, 0, fused_cuda.WARPS), ("sm_80", 64, 1, fused_cuda.WARPS)])
 def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> None:
     """nvcc's ptxas report for the shapes the fixture launches, with the cluster update where the host would

@@ -357,6 +357,67 @@ def test_forgery_fails(tmp_path: Path, archive: Path, rel: str, change, check: s
     assert "FAIL" in check_statuses(root).get(check, set()), check
 
 
+def _profile_cluster_of_four(rec: dict) -> None:
+    """A G = 8 profile's fixture record relabelled as G = 4 (32 rows per block): Nsight Compute's CSV still
+    shows the 8-block launch."""
+    rec["learner"]["train_programs"], rec["learner"]["rows_per_program"] = 4, 32
+
+
+@pytest.mark.parametrize(("archive", "rel", "change"), [
+    (CUDA7_ARCHIVE, "profile/workspace-16-8-training-r01.fixture.json.gz", _profile_cluster_of_four),
+    (CUDA6_ARCHIVE, "profile/workspace-4096-8-training-r00.fixture.json.gz", _cuda_threads_of_the_row_group_kernel),
+])
+def test_a_launch_shape_the_profile_csv_contradicts_fails(tmp_path: Path, archive: Path, rel: str, change) -> None:
+    """A profile fixture record whose launch fields disagree with the launch cells of its own raw ncu CSV fails
+    ``profile.cuda_launch`` (whatever else fails with it)."""
+    root = linked_copy(archive, tmp_path)
+    forge_record(root, rel, change)
+    assert "FAIL" in check_statuses(root).get("profile.cuda_launch", set())
+
+
+def _training_cells(archive: Path) -> dict[str, str]:
+    import csv  # noqa: PLC0415
+    import io  # noqa: PLC0415
+
+    from verify.checks.run_energy import LAUNCH_CELLS  # noqa: PLC0415
+
+    text = gzip.decompress((archive / "profile" / "workspace-16-8-training-r00.csv.gz").read_bytes()).decode()
+    header, _units, row = list(csv.reader(io.StringIO(text)))[:3]
+    return {name: row[header.index(name)] for name in LAUNCH_CELLS}
+
+
+@pytest.mark.parametrize(("edit", "problems"), [
+    ({}, 0), ({"train_programs": 4, "rows_per_program": 32}, 3), ({"train_threads": 320}, 1),
+    ({"cluster_update": False}, 2), ({"split_update": False}, 0),
+    ({"kernel_source_sha256": "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460"}, 1),
+    ({"kernel_source_sha256": "0" * 64}, 0)])
+def test_the_launch_cells_of_the_g8_archive_against_launch_fields(edit: dict, problems: int) -> None:
+    """``evidence/h200-fused-cuda-20261204c``'s training CSV (8 blocks of 384 threads, a cluster of 8, 147,072 B
+    of dynamic shared memory: 16-row arrays) fits its own learner block and none of these edits but two: the
+    split update allocates what the unsplit one does, and an unlisted source has no known layout (only its
+    grid, block and cluster are compared)."""
+    from verify.checks.run_energy import cuda_launch_problems  # noqa: PLC0415
+
+    block = json.loads(gzip.decompress((CUDA7_ARCHIVE / "qualify" / "draw-00.json.gz").read_bytes()))["fixture"]["learner"]
+    assert len(cuda_launch_problems({**block, **edit}, _training_cells(CUDA7_ARCHIVE))) == problems
+
+
+def test_the_shared_bytes_of_the_listed_layouts() -> None:
+    """The verifier's own sum of a training block's shared memory equals the CUDA tool's for the current source,
+    and what the archives' CSVs show for the sources before it."""
+    from bundle import fused_cuda  # noqa: PLC0415
+    from verify.checks.run_energy import cuda_train_shared_bytes  # noqa: PLC0415
+
+    current = fused_cuda.kernel_source_sha256()
+    for rows in (8, 16, 17, 32, 43, 64, 128):
+        for cluster in (False, True):
+            assert cuda_train_shared_bytes(current, rows, cluster) == fused_cuda.train_shared_bytes(rows, cluster)
+    assert _training_cells(CUDA6_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"
+    assert cuda_train_shared_bytes("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", 64, True) == 200064
+    assert _training_cells(CUDA5_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,048"
+    assert cuda_train_shared_bytes("93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436", 64, True) == 200048
+
+
 def test_a_compare_record_relabelled_fused_fails(tmp_path: Path) -> None:
     """A rev88 record passed off as the variant (to dodge the frozen inventory) fails: compare never runs one."""
     from tests.conftest import REPO_ROOT as root_dir

@@ -183,7 +183,8 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: 16 rows in 16-row arrays (lane tiles of 4 x 2: the same sums in the same order), the split update's gather
 #: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
-#: other listed source may claim it. "cluster_split": the cluster update may also be split.
+#: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
+#: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
 _CLUSTER_KERNEL = {
     "cluster": True,
     "threads": (32, 5, 16),
@@ -193,6 +194,7 @@ _CLUSTER_KERNEL = {
 _CLUSTER_KERNEL_44 = {
     "cluster": True,
     "threads": (32, 5, 16),
+    "shared": {"partial_floats": 7554, "rows16": False},
     "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
               "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
               "the next rows read coalesced; with the cluster update each block's partial gradients in its own "
@@ -201,6 +203,7 @@ _CLUSTER_KERNEL_QUADS = {
     "cluster": True,
     "cluster_split": True,
     "threads": (32, 5, 16),
+    "shared": {"partial_floats": 7556, "rows16": False},
     "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
               "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
               "the next rows read coalesced, with 32-row arrays the logits and loss a lane per row and class; with "
@@ -209,6 +212,7 @@ _CLUSTER_KERNEL_QUADS = {
               "warp"}
 _CLUSTER_KERNEL_16 = {
     **_CLUSTER_KERNEL_QUADS,
+    "shared": {"partial_floats": 7556, "rows16": True},
     "layout": "feature-major activations (44 feature rows of 16 rows for blocks of up to 16 rows, else of the rows "
               "rounded up to 32, plus 4), each weight kept as is and transposed in rows of 44 floats, 4 x 4 register "
               "tiles per lane (4 x 2 with 16-row arrays), weight gradients on four warps, the next rows read "
@@ -234,6 +238,47 @@ CUDA_KERNEL_SOURCES = {
 MAX_CLUSTER = 8
 #: any other source: whole warps, at most CUDA's 1,024 threads per block
 CUDA_THREADS_OTHER = (32, 1, 32)
+
+
+#: the launch cells of Nsight Compute's raw CSV that :func:`cuda_launch_problems` reads
+LAUNCH_CELLS = ("launch__grid_size", "launch__block_size", "launch__cluster_size",
+                "launch__shared_mem_per_block_dynamic")
+
+
+def cuda_train_shared_bytes(sha: object, rows: int, cluster: bool) -> int | None:
+    """Dynamic shared memory of one ``rev88_train`` block (bytes) as kernel source ``sha`` lays it out
+    (``bundle.fused_cuda.train_shared_bytes`` for the current source), or None for a source whose layout
+    :data:`CUDA_KERNEL_SOURCES` does not give: 16,144 parameter floats (both copies, weight rows of 44),
+    6 activation arrays of 44 feature rows and the logits' 10 at a stride of the rows rounded up to 32
+    (16 for blocks of up to 16 rows where the source has 16-row arrays) plus 4, with the cluster two
+    partial buffers, then the rows' indices and labels."""
+    layout = (CUDA_KERNEL_SOURCES.get(sha) or {}).get("shared") if isinstance(sha, str) else None
+    if layout is None:
+        return None
+    stride = (16 if rows <= 16 and layout["rows16"] else -(-rows // 32) * 32) + 4
+    return 4 * (16144 + (6 * 44 + 10) * stride + (2 * layout["partial_floats"] if cluster else 0) + 2 * rows)
+
+
+def cuda_launch_problems(block: dict, cells: dict[str, str]) -> list[str]:
+    """What a training-scope profile's launch cells (Nsight Compute's raw CSV, :data:`LAUNCH_CELLS`: the
+    range's one ``rev88_train`` launch) contradict in a ``kernel_tool: cuda`` learner block: grid size
+    = ``train_programs``, block size = ``train_threads``, cluster size = ``train_programs`` with
+    ``cluster_update`` else 0, dynamic shared memory = :func:`cuda_train_shared_bytes` where the source's
+    layout is known. A missing or non-integer cell is a problem too."""
+    got: dict[str, int | None] = {}
+    for name in LAUNCH_CELLS:
+        text = str(cells.get(name, "")).replace(",", "")
+        got[name] = int(text) if text.isdigit() else None
+    programs, rows = block.get("train_programs"), block.get("rows_per_program")
+    cluster = block.get("cluster_update") is True
+    want = {"launch__grid_size": programs, "launch__block_size": block.get("train_threads"),
+            "launch__cluster_size": programs if cluster else 0}
+    if type(rows) is int:
+        shared = cuda_train_shared_bytes(block.get("kernel_source_sha256"), rows, cluster)
+        if shared is not None:
+            want["launch__shared_mem_per_block_dynamic"] = shared
+    return [f"{name} {got[name]!r} in the CSV, the record says {value!r}" for name, value in want.items()
+            if got[name] is None or got[name] != value]
 
 
 def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]:
