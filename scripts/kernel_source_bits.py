@@ -57,7 +57,12 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    proc = subprocess.run(["git", "show", f"{rev}:bundle/fused_cuda.cu"], capture_output=True, text=True)
+    try:
+        proc = subprocess.run(["git", "show", f"{rev}:bundle/fused_cuda.cu"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    except OSError as exc:   # no git on this machine
+        print(f"error: git show {rev}:bundle/fused_cuda.cu could not run ({exc})", file=sys.stderr)
+        return 1
     if proc.returncode != 0:
         print(f"error: git show {rev}:bundle/fused_cuda.cu failed ({proc.stderr.strip()[:200]})", file=sys.stderr)
         return 1
