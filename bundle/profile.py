@@ -163,6 +163,8 @@ class CounterRows:
         range_id: the result's ``ID`` cell.
         range_name: its ``Kernel Name`` cell (``"range"``).
         columns: the header row, in order.
+        launch: the range's raw ``launch__*`` cells (grid, block and cluster size, shared memory, …: its
+            kernel launch's shape as ncu printed it), by column name.
     """
 
     metrics: dict[str, CounterRow]
@@ -171,6 +173,7 @@ class CounterRows:
     range_id: str
     range_name: str
     columns: tuple[str, ...] = field(default=())
+    launch: dict[str, str] = field(default_factory=dict)
 
     def metric_rows(self) -> dict[str, dict[str, Any]]:
         """``metric_rows`` as the original recorded it (name -> value/raw_value/raw_unit/range_id)."""
@@ -344,7 +347,8 @@ def parse_raw_csv(output: str, *, hit_rate_limit_percent: float | None = None) -
         )
     attributes = {name: result[name] for name in DEVICE_ATTRIBUTES if result.get(name, "").strip()}
     attribute_units = {name: units[name] for name in attributes}
-    parsed = CounterRows(metrics, attributes, attribute_units, range_id, range_name, tuple(header))
+    launch = {name: value for name, value in result.items() if name.startswith("launch__")}
+    parsed = CounterRows(metrics, attributes, attribute_units, range_id, range_name, tuple(header), launch)
     _ = parsed.l2_cache_size_bytes, parsed.gpu_time_duration_ns  # validate their units now
     return parsed
 

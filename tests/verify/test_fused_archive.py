@@ -376,14 +376,10 @@ def test_a_launch_shape_the_profile_csv_contradicts_fails(tmp_path: Path, archiv
 
 
 def _training_cells(archive: Path) -> dict[str, str]:
-    import csv  # noqa: PLC0415
-    import io  # noqa: PLC0415
-
-    from verify.checks.run_energy import LAUNCH_CELLS  # noqa: PLC0415
+    from bundle.profile import parse_raw_csv  # noqa: PLC0415
 
     text = gzip.decompress((archive / "profile" / "workspace-16-8-training-r00.csv.gz").read_bytes()).decode()
-    header, _units, row = list(csv.reader(io.StringIO(text)))[:3]
-    return {name: row[header.index(name)] for name in LAUNCH_CELLS}
+    return parse_raw_csv(text).launch
 
 
 @pytest.mark.parametrize(("edit", "problems"), [

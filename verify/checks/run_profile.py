@@ -12,9 +12,7 @@ the recorded reason. ``profiles.json.gz``: order, per-repeat figures, mean and S
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 from typing import Any
 
 from bundle import profile as counters
@@ -162,22 +160,18 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
     out += run_profile_text.check_output(f, rel, rec, csv_text, fx, counters.replay_pass_counts(rows), subject)
     learner = fx.get("learner") if isinstance(fx, dict) else None
     if scope == "training" and isinstance(learner, dict) and learner.get("kernel_tool") == "cuda":
-        out.append(_check_cuda_launch(csv_text, learner, subject))
+        out.append(_check_cuda_launch(rows, learner, subject))
     out.append(_check_report(f, rel, rec, rows, subject))
     return out, figures
 
 
-def _check_cuda_launch(csv_text: str, learner: dict, subject: str) -> CheckResult:
+def _check_cuda_launch(rows: counters.CounterRows, learner: dict, subject: str) -> CheckResult:
     """The CUDA kernel tool's launch as Nsight Compute saw it (the training range's one ``rev88_train``
     launch: grid, block and cluster size, dynamic shared memory) against the fixture record's learner block
     (:func:`verify.checks.run_energy.cuda_launch_problems`)."""
-    from verify.checks.run_energy import LAUNCH_CELLS, cuda_launch_problems  # noqa: PLC0415
+    from verify.checks.run_energy import cuda_launch_problems  # noqa: PLC0415
 
-    table = list(csv.reader(io.StringIO(csv_text)))
-    header = table[0] if table else []
-    data = [row for row in table[1:] if len(row) == len(header) and row and row[0].strip()]
-    cells = {name: data[0][header.index(name)] for name in LAUNCH_CELLS if name in header} if len(data) == 1 else {}
-    return check_equal("profile.cuda_launch", subject, cuda_launch_problems(learner, cells), [],
+    return check_equal("profile.cuda_launch", subject, cuda_launch_problems(learner, rows.launch), [],
                        what="problems of the learner block's launch shape against the CSV's launch cells")
 
 
