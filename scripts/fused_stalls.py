@@ -36,15 +36,22 @@ CUDA_SECTIONS = ("InstructionStats", "MemoryWorkloadAnalysis_Tables")
 TIMEOUT_S = 240.0
 
 
-def child(ctas: int, tool: str = "triton") -> int:
-    """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process)."""
+def child(ctas: int, tool: str = "triton", defines: str = "") -> int:
+    """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process); CUDA:
+    ``defines`` (NAME=V,...) are more -D options of the build, which then also carries line information."""
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
     from bundle.fused_cuda import CudaFusedTask  # noqa: PLC0415
     from bundle.fused_learner import FusedTask  # noqa: PLC0415
 
-    task = (CudaFusedTask if tool == "cuda" else FusedTask)(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
+    if tool == "cuda":
+        class LineTask(CudaFusedTask):
+            extra_defines = ("-lineinfo", *(f"-D{d}" for d in defines.split(",") if d))
+
+        task = LineTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
+    else:
+        task = FusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
     task.run()
     torch.cuda.synchronize()
     _, meta = task.outputs()
@@ -52,7 +59,7 @@ def child(ctas: int, tool: str = "triton") -> int:
     return 0
 
 
-def profile(ctas: int, out: Path, tool: str = "triton") -> dict:
+def profile(ctas: int, out: Path, tool: str = "triton", defines: str = "") -> dict:
     """One ncu run of a ``--child`` process; returns what ran and how it ended."""
     ncu = shutil.which("ncu")
     if ncu is None:
@@ -65,7 +72,7 @@ def profile(ctas: int, out: Path, tool: str = "triton") -> dict:
            "--export", str(rep)]
     for section in sections:
         cmd += ["--section", section]
-    cmd += [sys.executable, __file__, "--child", str(ctas), "--tool", tool]
+    cmd += [sys.executable, __file__, "--child", str(ctas), "--tool", tool, "--defines", defines]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, check=False)
@@ -79,6 +86,13 @@ def profile(ctas: int, out: Path, tool: str = "triton") -> dict:
                                  text=True, timeout=TIMEOUT_S, check=False)
         rep.with_suffix(".csv").write_text(details.stdout)
         record["details_rc"] = details.returncode
+        if tool == "cuda":   # per instruction (SASS) and, where the line information resolves, per source line
+            for view in ("sass", "cuda"):
+                page = subprocess.run([ncu, "--import", str(report), "--page", "source", "--csv", "--print-source",
+                                       view], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+                Path(f"{rep}-source-{view}.csv").write_text(page.stdout)
+                record[f"source_{view}_rc"] = page.returncode
+                record[f"source_{view}_stderr"] = page.stderr[-500:]
     return record
 
 
@@ -87,16 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctas", default="1,8", help="comma-separated training program counts (default 1,8)")
     parser.add_argument("--tool", choices=("triton", "cuda"), default="triton", help="kernel tool (default triton)")
     parser.add_argument("--child", type=int)
+    parser.add_argument("--defines", default="", help="CUDA: more -D options, NAME=V,... (default none)")
     args = parser.parse_args(argv)
     if args.child is not None:
-        return child(args.child, args.tool)
+        return child(args.child, args.tool, args.defines)
     out = Path(os.environ.get("OUT") or ".")
     out.mkdir(parents=True, exist_ok=True)
     board = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version,clocks.max.sm", "--format=csv"],
                            capture_output=True, text=True, check=False).stdout
     result = {"schema": "fused-stalls/1", "board": board, "runs": []}
     for ctas in (int(x) for x in args.ctas.split(",")):
-        result["runs"].append(profile(ctas, out, args.tool))
+        result["runs"].append(profile(ctas, out, args.tool, args.defines))
         print(json.dumps({k: v for k, v in result["runs"][-1].items() if k != "command"})[-2000:], flush=True)
         (out / "fused-stalls.json").write_text(json.dumps(result, indent=1))
     return 0

@@ -38,8 +38,9 @@ CUDA4_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203d"  # the same
 CUDA5_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203e"  # weight rows of 44 floats, 12 warps
 CUDA6_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204"  # 16-byte partial reads, cluster split source
 CUDA7_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204c"  # 16-row arrays, G = 8 split cluster
+CUDA8_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204d"  # the same source, G = 2 unsplit cluster
 CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE,
-                 CUDA7_ARCHIVE)
+                 CUDA7_ARCHIVE, CUDA8_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
@@ -47,10 +48,11 @@ FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.
                                                             (SLICED_ARCHIVE, 1, 5), (CUDA_ARCHIVE, 2, 4),
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
                                                             (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4),
-                                                            (CUDA6_ARCHIVE, 2, 4), (CUDA7_ARCHIVE, 8, 4)],
+                                                            (CUDA6_ARCHIVE, 2, 4), (CUDA7_ARCHIVE, 8, 4),
+                                                            (CUDA8_ARCHIVE, 2, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
                               "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2",
-                              "cuda-cluster-quads-2", "cuda-cluster-16-rows-8"])
+                              "cuda-cluster-quads-2", "cuda-cluster-16-rows-8", "cuda-cluster-16-rows-source-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -322,6 +324,10 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.cuda_buffers"),
     (CUDA7_ARCHIVE, "energy/trial-r03-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
      "energy.learners.energy_metadata"),
+    (CUDA8_ARCHIVE, "qualify/draw-05.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
+    (CUDA8_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
+     "energy.learners.energy_metadata"),
+    (CUDA8_ARCHIVE, "qualify/draw-09.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
@@ -409,6 +415,8 @@ def test_the_shared_bytes_of_the_listed_layouts() -> None:
         for cluster in (False, True):
             assert cuda_train_shared_bytes(current, rows, cluster) == fused_cuda.train_shared_bytes(rows, cluster)
     assert _training_cells(CUDA6_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"
+    assert _training_cells(CUDA8_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # ac5da96b, G = 2
+    assert cuda_train_shared_bytes(current, 64, True) == 200064
     assert cuda_train_shared_bytes("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", 64, True) == 200064
     assert _training_cells(CUDA5_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,048"
     assert cuda_train_shared_bytes("93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436", 64, True) == 200048
