@@ -2,7 +2,7 @@
 
 Run from the repository root on a GPU host with ``ncu`` on PATH::
 
-    OUT=$OUT PYTHONPATH=. python3 scripts/fused_stalls.py [--ctas 1,8] [--tool triton|cuda]
+    OUT=$OUT PYTHONPATH=. python3 scripts/fused_stalls.py [--ctas 1,8] [--tool triton|cuda] [--defines NAME=V,...]
 
 For each G a fresh child (``--child G``) prepares draw 0 as a ``FusedTask(ctas=G)`` at the
 learner's defaults (``--tool cuda``: a :class:`bundle.fused_cuda.CudaFusedTask`) and runs one
@@ -10,9 +10,13 @@ invocation; ``ncu`` profiles its training launch (Triton: ``train_kernel`` for G
 ``grid_train_kernel`` otherwise; CUDA: ``rev88_train``) with the sections that say why warps
 wait (speed of light, compute and memory workload, occupancy, launch statistics, scheduler,
 warp state, source counters; for CUDA also instruction statistics and the shared-memory table).
-Writes per G ``$OUT/stalls-g<G>.csv`` (CUDA: ``stalls-cuda-g<G>``) (``ncu --page details
---csv``) and ``$OUT/stalls-g<G>.ncu-rep`` (the report, for ``ncu --import`` or ``ncu_report``),
-and ``$OUT/fused-stalls.json`` (the command lines, exit codes, the board and the tail of any error).
+Writes per G ``$OUT/stalls-g<G>.csv`` (CUDA: ``stalls-cuda-g<G>``, with ``--defines`` also the options, as
+``stalls-cuda-g<G>-FT=8-BT=8``) (``ncu --page details --csv``) and ``$OUT/stalls-g<G>.ncu-rep`` (the report,
+for ``ncu --import`` or ``ncu_report``); for CUDA also ``…-source-sass.csv`` (``ncu --page source``: every
+SASS instruction with its stall samples per reason; the build carries line information, ``-lineinfo``) and
+``…-source-cuda.csv`` (the same per CUDA line, where ncu finds the source: NVRTC's is not on disk, so this
+page is usually only a warning); and ``$OUT/fused-stalls.json`` (the command lines, exit codes, the board and
+the tail of any error).
 A measurement for choosing the next kernel design; the verifier does not read it.
 """
 
@@ -37,8 +41,8 @@ TIMEOUT_S = 240.0
 
 
 def child(ctas: int, tool: str = "triton", defines: str = "") -> int:
-    """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process); CUDA:
-    ``defines`` (NAME=V,...) are more -D options of the build, which then also carries line information."""
+    """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process); CUDA: the
+    build carries line information (``-lineinfo``) and ``defines`` (NAME=V,...) are more -D options of it."""
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
@@ -65,14 +69,15 @@ def profile(ctas: int, out: Path, tool: str = "triton", defines: str = "") -> di
     if ncu is None:
         return {"ctas": ctas, "error": "ncu is not on PATH"}
     if tool == "cuda":
-        kernel, rep, sections = "rev88_train", out / f"stalls-cuda-g{ctas}", SECTIONS + CUDA_SECTIONS
+        tag = "".join(f"-{d}" for d in defines.split(",") if d)
+        kernel, rep, sections = "rev88_train", out / f"stalls-cuda-g{ctas}{tag}", SECTIONS + CUDA_SECTIONS
     else:
         kernel, rep, sections = ("train_kernel" if ctas == 1 else "grid_train_kernel"), out / f"stalls-g{ctas}", SECTIONS
     cmd = [ncu, "--kernel-name", kernel, "--launch-count", "1", "--import-source", "no", "--force-overwrite",
            "--export", str(rep)]
     for section in sections:
         cmd += ["--section", section]
-    cmd += [sys.executable, __file__, "--child", str(ctas), "--tool", tool, "--defines", defines]
+    cmd += [sys.executable, __file__, "--child", str(ctas), "--tool", tool, f"--defines={defines}"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, check=False)

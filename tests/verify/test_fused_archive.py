@@ -8,7 +8,8 @@ evidence/h200-fused-cuda-20261203d, the same at 12 warps on another H200;
 evidence/h200-fused-cuda-20261203e, the source with weight rows of 44 floats, G = 2, 12 warps, its
 profile resumed on a second H200; evidence/h200-fused-cuda-20261204, the source with 16-byte partial reads
 and the split cluster update, G = 2 unsplit, 12 warps, one H200; evidence/h200-fused-cuda-20261204c, the
-source with 16-row arrays, G = 8 split inside the cluster, 12 warps, one H200):
+source with 16-row arrays, G = 8 split inside the cluster, 12 warps, one H200;
+evidence/h200-fused-cuda-20261204d, the same source at G = 2 unsplit inside the cluster, 12 warps, one H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
