@@ -10,7 +10,7 @@ PACKED=1
 source scripts/device_lib.sh
 TAIL_LINES=80 timed phases "${PHASE_TIMEOUT:-300}" python3 scripts/fused_cuda_phases.py ${PHASE_SHAPES:-}
 if [ -n "${STALL_CTAS:-}" ]; then
-  TAIL_LINES=5 timed stalls 200 python3 scripts/fused_stalls.py --tool cuda --ctas "$STALL_CTAS" --defines "${STALL_DEFINES:-}"
+  TAIL_LINES=5 timed stalls 200 python3 scripts/fused_stalls.py --tool cuda --ctas "$STALL_CTAS" --defines="${STALL_DEFINES:-}"
   gzip -f "$OUT"/*.ncu-rep 2>/dev/null
 fi
 pack

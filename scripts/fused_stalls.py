@@ -13,10 +13,9 @@ warp state, source counters; for CUDA also instruction statistics and the shared
 Writes per G ``$OUT/stalls-g<G>.csv`` (CUDA: ``stalls-cuda-g<G>``, with ``--defines`` also the options, as
 ``stalls-cuda-g<G>-FT=8-BT=8``) (``ncu --page details --csv``) and ``$OUT/stalls-g<G>.ncu-rep`` (the report,
 for ``ncu --import`` or ``ncu_report``); for CUDA also ``…-source-sass.csv`` (``ncu --page source``: every
-SASS instruction with its stall samples per reason; the build carries line information, ``-lineinfo``) and
-``…-source-cuda.csv`` (the same per CUDA line, where ncu finds the source: NVRTC's is not on disk, so this
-page is usually only a warning); and ``$OUT/fused-stalls.json`` (the command lines, exit codes, the board and
-the tail of any error).
+SASS instruction with its stall samples per reason; the build carries line information, ``-lineinfo``, but
+NVRTC's source is not on disk, so there is no per-CUDA-line page); and ``$OUT/fused-stalls.json`` (the
+command lines, exit codes, the board and the tail of any error).
 A measurement for choosing the next kernel design; the verifier does not read it.
 """
 
@@ -40,6 +39,11 @@ CUDA_SECTIONS = ("InstructionStats", "MemoryWorkloadAnalysis_Tables")
 TIMEOUT_S = 240.0
 
 
+def _defines(text: str) -> list[str]:
+    """``--defines`` (``NAME=V,...``) as its items, empty ones dropped."""
+    return [d for d in text.split(",") if d]
+
+
 def child(ctas: int, tool: str = "triton", defines: str = "") -> int:
     """Run draw 0 once with ``ctas`` training programs of kernel tool ``tool`` (the profiled process); CUDA: the
     build carries line information (``-lineinfo``) and ``defines`` (NAME=V,...) are more -D options of it."""
@@ -51,7 +55,7 @@ def child(ctas: int, tool: str = "triton", defines: str = "") -> int:
 
     if tool == "cuda":
         class LineTask(CudaFusedTask):
-            extra_defines = ("-lineinfo", *(f"-D{d}" for d in defines.split(",") if d))
+            extra_defines = ("-lineinfo", *(f"-D{d}" for d in _defines(defines)))
 
         task = LineTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas)
     else:
@@ -69,7 +73,7 @@ def profile(ctas: int, out: Path, tool: str = "triton", defines: str = "") -> di
     if ncu is None:
         return {"ctas": ctas, "error": "ncu is not on PATH"}
     if tool == "cuda":
-        tag = "".join(f"-{d}" for d in defines.split(",") if d)
+        tag = "".join(f"-{d}" for d in _defines(defines))
         kernel, rep, sections = "rev88_train", out / f"stalls-cuda-g{ctas}{tag}", SECTIONS + CUDA_SECTIONS
     else:
         kernel, rep, sections = ("train_kernel" if ctas == 1 else "grid_train_kernel"), out / f"stalls-g{ctas}", SECTIONS
@@ -91,13 +95,12 @@ def profile(ctas: int, out: Path, tool: str = "triton", defines: str = "") -> di
                                  text=True, timeout=TIMEOUT_S, check=False)
         rep.with_suffix(".csv").write_text(details.stdout)
         record["details_rc"] = details.returncode
-        if tool == "cuda":   # per instruction (SASS) and, where the line information resolves, per source line
-            for view in ("sass", "cuda"):
-                page = subprocess.run([ncu, "--import", str(report), "--page", "source", "--csv", "--print-source",
-                                       view], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
-                Path(f"{rep}-source-{view}.csv").write_text(page.stdout)
-                record[f"source_{view}_rc"] = page.returncode
-                record[f"source_{view}_stderr"] = page.stderr[-500:]
+        if tool == "cuda":   # per SASS instruction
+            page = subprocess.run([ncu, "--import", str(report), "--page", "source", "--csv", "--print-source", "sass"],
+                                  capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+            Path(f"{rep}-source-sass.csv").write_text(page.stdout)
+            record["source_sass_rc"] = page.returncode
+            record["source_sass_stderr"] = page.stderr[-500:]
     return record
 
 

@@ -58,20 +58,21 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        proc = subprocess.run(["git", "show", f"{rev}:bundle/fused_cuda.cu"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent.parent)
+        proc = subprocess.run(["git", "show", f"{rev}:bundle/fused_cuda.cu"], capture_output=True,
+                              cwd=Path(__file__).resolve().parent.parent)   # bytes: the sha of the file as stored
     except OSError as exc:   # no git on this machine
         print(f"error: git show {rev}:bundle/fused_cuda.cu could not run ({exc})", file=sys.stderr)
         return 1
     if proc.returncode != 0:
-        print(f"error: git show {rev}:bundle/fused_cuda.cu failed ({proc.stderr.strip()[:200]})", file=sys.stderr)
+        print(f"error: git show {rev}:bundle/fused_cuda.cu failed ({proc.stderr.decode(errors='replace').strip()[:200]})",
+              file=sys.stderr)
         return 1
     current = fused_cuda.KERNEL_SOURCE
-    other_sha = hashlib.sha256(proc.stdout.encode()).hexdigest()
+    other_sha = hashlib.sha256(proc.stdout).hexdigest()
     raw, labels, query, orders, initial = harness._short_run()
     with tempfile.TemporaryDirectory() as top:
         other = Path(top) / "other.cu"
-        other.write_bytes(proc.stdout.encode())
+        other.write_bytes(proc.stdout)
         print(f"this tree's source {fused_cuda.kernel_source_sha256()[:8]} against {rev}'s {other_sha[:8]}")
         for ctas, split, cluster in shapes:
             rows = triton_cdiv(128, ctas)
