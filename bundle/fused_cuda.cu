@@ -234,10 +234,20 @@ __device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, un
 }
 
 // Thread-block cluster (CLUSTER: the G training blocks are one cluster, block b its rank b): the
-// cluster barrier in two halves (arrive: release of this thread's earlier writes; wait: until every
-// thread of every block arrived, acquire); the shared::cluster address (32 bits) of block rank's copy
-// of this block's shared address p, and a float read there (distributed shared memory).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive;" : : : "memory"); }
+// cluster barrier in two halves (arrive: relaxed, after two cluster-scope fences restricted to what the
+// blocks exchange, shared memory only: an acquire fence over this thread's earlier reads of other blocks'
+// shared memory, so that they are done before any block may overwrite what they read, and a release
+// fence over its earlier accesses to its own shared memory, so that its writes are seen by the blocks
+// that read them after the wait; wait: until every thread of every block arrived, acquire); the
+// shared::cluster address (32 bits) of block rank's copy of this block's shared address p, and a float
+// read there (distributed shared memory). Nothing the blocks exchange passes through global memory, so a
+// plain arrive's release (GPU-scope MEMBAR, about 800 cycles per step at G = 4 and 8 on an H200:
+// docs/measurements/fused-cuda-ceiling-20261204) orders more than this needs. The fences are PTX ISA 8.6.
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("fence.acquire.sync_restrict::shared::cluster.cluster;" : : : "memory");
+    asm volatile("fence.release.sync_restrict::shared::cta.cluster;" : : : "memory");
+    asm volatile("barrier.cluster.arrive.relaxed;" : : : "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" : : : "memory"); }
 __device__ __forceinline__ unsigned cluster_addr(const float* p, unsigned rank) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
@@ -573,6 +583,17 @@ __device__ __forceinline__ void logits_loss_wide(float* Zt, const float* L, cons
     if (live) Zt[c * RS + r] = out;
 }
 
+// One entry's momentum SGD step (spec 2.6, float32, in this order): v <- v*momentum + g; v <- v + wd*p;
+// returns p + (-lr)*v, the new parameter (v updated in place). The one place the update's arithmetic is
+// written (the three update paths call it).
+__device__ __forceinline__ float sgd_step(float& v, float g, float p, float momentum, float neg_lr,
+                                          float weight_decay) {
+    float u = v * momentum + g;
+    u = u + weight_decay * p;
+    v = u;
+    return p + neg_lr * u;
+}
+
 // Lift rows: raw pixels x (81 per row) -> L[j][r] = 4x[j] - 0.5, R[j][r] = 4x[41 + j] - 0.5 and a
 // zero, as is and through relu; zero for features past 41 and rows r >= nr (all X rows written).
 template <int X>
@@ -900,10 +921,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
                 if (k < hi) {
                     int pn, pt;
                     ppos(k, pn, pt);
-                    float v = vr[j] * momentum + gs[j];
-                    v = v + weight_decay * P[pn];
-                    vr[j] = v;
-                    PUB[k] = P[pn] + neg_lr * v;
+                    PUB[k] = sgd_step(vr[j], gs[j], P[pn], momentum, neg_lr, weight_decay);
                 }
             }
             cluster_arrive();
@@ -952,10 +970,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             if (k < hi) {
                 int pn, pt;
                 ppos(k, pn, pt);
-                float v = vr[j] * momentum + gs[j];
-                v = v + weight_decay * P[pn];
-                vr[j] = v;
-                pbuf[k] = P[pn] + neg_lr * v;
+                pbuf[k] = sgd_step(vr[j], gs[j], P[pn], momentum, neg_lr, weight_decay);
             }
         }
         barrier_arrive(sync);
@@ -1000,10 +1015,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #else
                 ppos(k, pn, pt);
 #endif
-                float v = vr[j] * momentum + gs[j];
-                v = v + weight_decay * P[pn];
-                vr[j] = v;
-                const float p = P[pn] + neg_lr * v;
+                const float p = sgd_step(vr[j], gs[j], P[pn], momentum, neg_lr, weight_decay);
                 P[pn] = p;
                 P[pt] = p;
             }

@@ -4,7 +4,9 @@ SM cycles, per phase, at several launch shapes on one GPU.
     OUT=$OUT PYTHONPATH=. python3 scripts/fused_cuda_phases.py [G:warps[:cluster[:NAME=V,...]] ...]
 
 (cluster 0 or 1, empty for the host's default; SPLIT=0 or SPLIT=1 among the NAME=V sets the task's
-``split`` instead of a -D option.)
+``split`` instead of a -D option; SRC=path builds that shape from another kernel source, e.g. an earlier
+revision written out with ``git show REV:bundle/fused_cuda.cu``, so that two revisions are compared on
+one board in one call; the shape's record then names that file's sha256.)
 
 Builds bundle/fused_cuda.cu with ``-DREV88_PHASE_CLOCK`` (clock64 marks at every phase boundary of a
 step, kept by thread 0, a weight-gradient warp, and by the first thread of warp 4, a leaf/lift warp;
@@ -33,6 +35,7 @@ def measure(shape: str) -> dict:
     import torch  # noqa: PLC0415
 
     from bundle.data import load_draw  # noqa: PLC0415
+    from bundle import fused_cuda  # noqa: PLC0415
     from bundle.fused_cuda import CudaFusedTask, kernel_source_sha256  # noqa: PLC0415
 
     fields = shape.split(":")
@@ -40,7 +43,12 @@ def measure(shape: str) -> dict:
     cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
     names = fields[3].split(",") if len(fields) > 3 else []
     split = next((bool(int(d.split("=")[1])) for d in names if d.startswith("SPLIT=")), None)
-    defines = tuple(f"-D{d}" for d in names if not d.startswith("SPLIT="))
+    source = next((Path(d.split("=", 1)[1]) for d in names if d.startswith("SRC=")), None)
+    defines = tuple(f"-D{d}" for d in names if not d.startswith(("SPLIT=", "SRC=")))
+    if source is not None:
+        if not source.is_file():
+            raise FileNotFoundError(f"SRC={source}: no such kernel source")
+        fused_cuda.KERNEL_SOURCE = source   # read by the build and by kernel_source_sha256(); restored by main()
 
     class PhaseTask(CudaFusedTask):
         extra_defines = ("-DREV88_PHASE_CLOCK=1", *defines)
@@ -83,7 +91,10 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print("fused_cuda_phases: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
         return 2
+    from bundle import fused_cuda  # noqa: PLC0415
+
     shapes = argv or ["2:12", "2:16", "4:12", "4:16", "1:12", "8:12"]
+    shipped_source = fused_cuda.KERNEL_SOURCE
     out = Path(os.environ.get("OUT") or ".") / "fused-cuda-phases.json"
     results = {"schema": "fused-cuda-phases/1", "marks": MARKS, "device": torch.cuda.get_device_name(),
                "torch": torch.__version__, "repeats": REPEATS, "shapes": []}
@@ -93,6 +104,8 @@ def main(argv: list[str]) -> int:
             row = measure(shape)
         except Exception as exc:  # one shape's failure is recorded, the others still run
             row = {"shape": shape, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"}
+        finally:
+            fused_cuda.KERNEL_SOURCE = shipped_source
         row["wall_s"] = time.perf_counter() - started
         results["shapes"].append(row)
         out.write_text(json.dumps(results, indent=1))
@@ -101,7 +114,7 @@ def main(argv: list[str]) -> int:
             continue
         t0 = row["cycles_per_step_thread0"][0]
         w4 = row["cycles_per_step_warp4"][0]
-        print(f"{shape} cluster={row['cluster']} split={row['split']}: train {min(row['train_ms']):.3f} ms, predict "
+        print(f"{shape} src={row['kernel_source_sha256'][:8]} cluster={row['cluster']} split={row['split']}: train {min(row['train_ms']):.3f} ms, predict "
               f"{min(row['predict_ms']):.3f} ms, ~{row['sm_mhz_estimate']:.0f} MHz, {sum(t0):.0f} cycles/step "
               f"(block 0), state {row['state_vector_sha256'][:8]}", flush=True)
         print("   " + "  ".join(f"{m}={a:.0f}/{b:.0f}" for m, a, b in zip(MARKS, t0, w4, strict=True)), flush=True)

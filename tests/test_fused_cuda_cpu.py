@@ -31,17 +31,47 @@ from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
 from tests.conftest import REPO_ROOT
 
 HERE = REPO_ROOT / "tests" / "fused_cuda_cpu"
-#: (kernel line, its CPU stand-in, how often the line occurs)
+#: (kernel line, its CPU stand-in, how often the line occurs: a count, or the counts it may have where
+#: kernel revisions differ; ARRIVES says how many of those lines a revision must have in all)
+SEQ_CST_FENCE = "std::atomic_thread_fence(std::memory_order_seq_cst);"
 SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");',
           "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
          ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2),
          ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1),
-         ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "emu_cluster_arrive();", 1),
+         # the cluster arrive: with release (sources up to ac5da96b…), or relaxed after two restricted
+         # fences (from the seventeenth session's source on); the emulated arrive always releases
+         ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "emu_cluster_arrive();", (0, 1)),
+         ('asm volatile("fence.acquire.sync_restrict::shared::cluster.cluster;" : : : "memory");', SEQ_CST_FENCE,
+          (0, 1)),
+         ('asm volatile("fence.release.sync_restrict::shared::cta.cluster;" : : : "memory");', SEQ_CST_FENCE,
+          (0, 1)),
+         ('asm volatile("barrier.cluster.arrive.relaxed;" : : : "memory");', "emu_cluster_arrive();", (0, 1)),
          ('asm volatile("barrier.cluster.wait;" : : : "memory");', "emu_cluster_wait();", 1),
          ('asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));',
           "r = emu_cluster_addr(a, rank);", 1),
          ('asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), '
           '"=f"(v[3]) : "r"(addr) : "memory");', "emu_cluster_load4(addr, v);", 1))
+
+#: the cluster arrive's forms: a source has exactly one of them, once (the first or the last)
+ARRIVES = ('asm volatile("barrier.cluster.arrive;" : : : "memory");',
+           'asm volatile("barrier.cluster.arrive.relaxed;" : : : "memory");')
+
+
+def swap_in_stand_ins(text: str) -> str:
+    """A kernel source with every line of :data:`SWAPS` replaced by its CPU stand-in.
+
+    Raises:
+        AssertionError: a line occurs a number of times :data:`SWAPS` does not allow, or the source
+            has not exactly one cluster arrive (:data:`ARRIVES`).
+    """
+    arrives = sum(text.count(line) for line in ARRIVES)
+    assert arrives == 1, f"the kernel source has {arrives} cluster arrives, not one"
+    for line, stand_in, count in SWAPS:
+        allowed = count if isinstance(count, tuple) else (count,)
+        assert text.count(line) in allowed, f"the kernel source has {line!r} {text.count(line)} time(s), not {allowed}"
+        text = text.replace(line, stand_in)
+    return text
+
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the CI machine has one)")
 
@@ -51,10 +81,7 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
     """The harness with the kernel at this launch shape (cluster: None, as on an sm_90 GPU) and the
     training block's shared bytes."""
     cluster = fused_cuda.cluster_possible(ctas, (9, 0)) if cluster is None else cluster
-    text = fused_cuda.KERNEL_SOURCE.read_text()
-    for line, stand_in, count in SWAPS:
-        assert text.count(line) == count, f"bundle/fused_cuda.cu no longer has {line!r} {count} time(s)"
-        text = text.replace(line, stand_in)
+    text = swap_in_stand_ins(fused_cuda.KERNEL_SOURCE.read_text())
     (tmp / "kernel.inc").write_text(text)
     exe = tmp / "harness"
     rows = triton_cdiv(FROZEN_CONFIG["batch_size"], ctas)

@@ -9,7 +9,9 @@ evidence/h200-fused-cuda-20261203e, the source with weight rows of 44 floats, G 
 profile resumed on a second H200; evidence/h200-fused-cuda-20261204, the source with 16-byte partial reads
 and the split cluster update, G = 2 unsplit, 12 warps, one H200; evidence/h200-fused-cuda-20261204c, the
 source with 16-row arrays, G = 8 split inside the cluster, 12 warps, one H200;
-evidence/h200-fused-cuda-20261204d, the same source at G = 2 unsplit inside the cluster, 12 warps, one H200):
+evidence/h200-fused-cuda-20261204d, the same source at G = 2 unsplit inside the cluster, 12 warps, one H200;
+evidence/h200-fused-cuda-20261204e, the source whose cluster arrive is relaxed after two restricted fences, G = 2
+unsplit inside the cluster, 12 warps, one H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -40,8 +42,9 @@ CUDA5_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261203e"  # weight r
 CUDA6_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204"  # 16-byte partial reads, cluster split source
 CUDA7_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204c"  # 16-row arrays, G = 8 split cluster
 CUDA8_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204d"  # the same source, G = 2 unsplit cluster
+CUDA9_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204e"  # relaxed cluster arrive, G = 2 unsplit cluster
 CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE,
-                 CUDA7_ARCHIVE, CUDA8_ARCHIVE)
+                 CUDA7_ARCHIVE, CUDA8_ARCHIVE, CUDA9_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
@@ -50,10 +53,11 @@ FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
                                                             (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4),
                                                             (CUDA6_ARCHIVE, 2, 4), (CUDA7_ARCHIVE, 8, 4),
-                                                            (CUDA8_ARCHIVE, 2, 4)],
+                                                            (CUDA8_ARCHIVE, 2, 4), (CUDA9_ARCHIVE, 2, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
                               "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2",
-                              "cuda-cluster-quads-2", "cuda-cluster-16-rows-8", "cuda-cluster-16-rows-source-2"])
+                              "cuda-cluster-quads-2", "cuda-cluster-16-rows-8", "cuda-cluster-16-rows-source-2",
+                              "cuda-cluster-relaxed-arrive-2"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -276,6 +280,12 @@ def _energy_copy_other_launch(rec: dict) -> None:
     block.update(kernel_tool="triton", train_programs=64, split_update=True, cluster_update="yes")
 
 
+def _previous_source(rec: dict) -> None:
+    """One record names the source before (ac5da96b…: the same layout and bits, a plain cluster arrive)."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block["kernel_source_sha256"] = "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46"
+
+
 def _unknown_tool(rec: dict) -> None:
     for block in (rec["learner"], rec["metadata"]["learner"]):
         block["kernel_tool"] = "cupy"
@@ -329,6 +339,10 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA8_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
      "energy.learners.energy_metadata"),
     (CUDA8_ARCHIVE, "qualify/draw-09.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA9_ARCHIVE, "qualify/draw-03.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
+    (CUDA9_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _energy_copies_other_source,
+     "energy.learners.energy_metadata"),
+    (CUDA9_ARCHIVE, "qualify/draw-06.json.gz", _previous_source, "energy.learners.kernel_source_sha256"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
@@ -417,6 +431,7 @@ def test_the_shared_bytes_of_the_listed_layouts() -> None:
             assert cuda_train_shared_bytes(current, rows, cluster) == fused_cuda.train_shared_bytes(rows, cluster)
     assert _training_cells(CUDA6_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"
     assert _training_cells(CUDA8_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # ac5da96b, G = 2
+    assert _training_cells(CUDA9_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # 0ac8be88, G = 2
     assert cuda_train_shared_bytes(current, 64, True) == 200064
     assert cuda_train_shared_bytes("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", 64, True) == 200064
     assert _training_cells(CUDA5_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,048"

@@ -181,7 +181,10 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: adjacent entries) at a time, the logits and loss a lane per row and class with 32-row arrays, and the split
 #: update inside the cluster (evidence/h200-fused-cuda-20261204); ac5da96b…: the same threads, blocks of up to
 #: 16 rows in 16-row arrays (lane tiles of 4 x 2: the same sums in the same order), the split update's gather
-#: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8).
+#: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8);
+#: 0ac8be88…: the same layout and arithmetic, the cluster arrive relaxed after two cluster-scope fences restricted
+#: to shared memory instead of a release (a GPU-scope MEMBAR), and the update's step in one function
+#: (evidence/h200-fused-cuda-20261204e, G = 2).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
 #: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
@@ -233,6 +236,7 @@ CUDA_KERNEL_SOURCES = {
     "93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436": _CLUSTER_KERNEL_44,
     "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460": _CLUSTER_KERNEL_QUADS,
     "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
+    "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": _CLUSTER_KERNEL_16,
 }
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
