@@ -63,6 +63,7 @@ SPIN_LIMIT = 1 << 22      # counter reads before a barrier wait gives up (second
 TIMED_OUT = 1 << 30       # the counter value a wait that gave up sets (fused_cuda.cu)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90, when torch does not report the device's
 MAX_CLUSTER = 8           # blocks of one portable thread-block cluster (sm_90 on): the cluster update from 2 to this
+CLUSTER_NVRTC = (12, 8)   # the cluster barrier's restricted fences (PTX ISA 8.6, source 0ac8be88… on) need NVRTC 12.8+
 SPLIT_FROM = 16           # the default split (the fixture's) with the grid barrier: from this many blocks on (H200
                           # GPU-007a355d, draw 0, kernel 4764c796: G=8 3.42 ms/task split against 3.27 unsplit, G=16
                           # 3.33 against 3.50; docs/measurements/fused-cuda-probe-20261203e)
@@ -76,6 +77,12 @@ CLUSTER_SPLIT_FROM = 4    # the default split with the cluster: from this many b
 def kernel_source_sha256() -> str:
     """sha256 (hex) of the bytes of ``bundle/fused_cuda.cu``, both kernels of this tool."""
     return hashlib.sha256(KERNEL_SOURCE.read_bytes()).hexdigest()
+
+
+def cluster_compiles(nvrtc: tuple[int, int]) -> bool:
+    """Whether NVRTC ``(major, minor)`` compiles the cluster update of ``bundle/fused_cuda.cu``: its barrier's
+    ``fence.*.sync_restrict`` instructions are PTX ISA 8.6, first in CUDA 12.8 (:data:`CLUSTER_NVRTC`)."""
+    return tuple(nvrtc) >= CLUSTER_NVRTC
 
 
 def cupy_versions() -> dict | None:
@@ -214,6 +221,12 @@ class CudaFusedTask(FusedTask):
         if cluster and not possible:
             raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas and compute capability 9.0 or later "
                               f"(got ctas={ctas}, {props.major}.{props.minor}): use cluster=None")
+        nvrtc = tuple(cupy.cuda.nvrtc.getVersion())
+        if cluster and not cluster_compiles(nvrtc):
+            raise BundleError(f"cluster=True needs NVRTC {CLUSTER_NVRTC[0]}.{CLUSTER_NVRTC[1]} or later (the cluster "
+                              f"barrier's fences are PTX ISA 8.6), and this CuPy has NVRTC {nvrtc[0]}.{nvrtc[1]}: "
+                              "install a CuPy for CUDA 12.8 or later, or use cluster=None (the grid barrier)")
+        possible = possible and cluster_compiles(nvrtc)   # the default rule falls back to the grid barrier
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
         # the default takes the cluster only where its blocks (which also hold their partials) fit

@@ -1,0 +1,25 @@
+"""Host-side rules of the CUDA kernel tool that need no GPU: which NVRTC compiles the cluster update."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundle import fused_cuda
+
+
+@pytest.mark.parametrize(("nvrtc", "ok"), [((12, 4), False), ((12, 5), False), ((12, 7), False), ((12, 8), True),
+                                           ((12, 9), True), ((13, 0), True), ((11, 8), False)])
+def test_the_cluster_update_needs_nvrtc_12_8(nvrtc, ok) -> None:
+    assert fused_cuda.cluster_compiles(nvrtc) is ok
+
+
+def test_the_restricted_fences_are_only_in_the_cluster_arrive() -> None:
+    """The PTX ISA 8.6 instructions sit in cluster_arrive() alone, so that a build without the cluster (an
+    A100, G = 1, more than 8 blocks) never emits them and any NVRTC compiles it."""
+    text = fused_cuda.KERNEL_SOURCE.read_text()
+    start = text.index("__device__ __forceinline__ void cluster_arrive()")
+    body = text[start:text.index("}", start)]
+    for fence in ("fence.acquire.sync_restrict::shared::cluster.cluster;",
+                  "fence.release.sync_restrict::shared::cta.cluster;"):
+        assert text.count(fence) == 1 and fence in body
+    assert "barrier.cluster.arrive.relaxed;" in body
