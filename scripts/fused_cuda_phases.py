@@ -34,8 +34,8 @@ def measure(shape: str) -> dict:
     import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
-    from bundle.data import load_draw  # noqa: PLC0415
     from bundle import fused_cuda  # noqa: PLC0415
+    from bundle.data import load_draw  # noqa: PLC0415
     from bundle.fused_cuda import CudaFusedTask, kernel_source_sha256  # noqa: PLC0415
 
     fields = shape.split(":")
