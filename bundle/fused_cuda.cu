@@ -234,15 +234,19 @@ __device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, un
 }
 
 // Thread-block cluster (CLUSTER: the G training blocks are one cluster, block b its rank b): the
-// cluster barrier in two halves (arrive: relaxed, after two cluster-scope fences restricted to what the
-// blocks exchange, shared memory only: an acquire fence over this thread's earlier reads of other blocks'
-// shared memory, so that they are done before any block may overwrite what they read, and a release
-// fence over its earlier accesses to its own shared memory, so that its writes are seen by the blocks
-// that read them after the wait; wait: until every thread of every block arrived, acquire); the
+// cluster barrier in two halves (arrive; wait: until every thread of every block arrived, acquire); the
 // shared::cluster address (32 bits) of block rank's copy of this block's shared address p, and a float
-// read there (distributed shared memory). Nothing the blocks exchange passes through global memory, so a
-// plain arrive's release (GPU-scope MEMBAR, about 800 cycles per step at G = 4 and 8 on an H200:
-// docs/measurements/fused-cuda-ceiling-20261204) orders more than this needs. The fences are PTX ISA 8.6.
+// read there (distributed shared memory). What the blocks exchange (partials, new parameters) lives in
+// their shared memory only, so the arrive is relaxed after a release fence restricted to this block's
+// shared memory at cluster scope: the blocks that read this thread's earlier writes after their wait see
+// them. A plain arrive's release also orders global memory, at GPU scope (MEMBAR.ALL.GPU and ERRBAR in
+// SASS; about 800 cycles per step at G = 4 and 8 on an H200: docs/measurements/fused-cuda-ceiling-20261204).
+// The other direction, a block overwriting what another block read from it, is not ordered by these
+// fences (the acquire fence over shared::cluster reads does not order them before a relaxed arrive in the
+// memory model; it stays because the measured and archived code was compiled with it): every remote
+// read's value is summed or stored into the reader's own shared memory before that thread's next arrive,
+// so the read has returned before the barrier can complete (a data dependence; a fence.acq_rel.cluster
+// would state it in the memory model, at the plain arrive's cost). PTX ISA 8.6.
 __device__ __forceinline__ void cluster_arrive() {
     asm volatile("fence.acquire.sync_restrict::shared::cluster.cluster;" : : : "memory");
     asm volatile("fence.release.sync_restrict::shared::cta.cluster;" : : : "memory");

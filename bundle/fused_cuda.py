@@ -85,6 +85,23 @@ def cluster_compiles(nvrtc: tuple[int, int]) -> bool:
     return tuple(nvrtc) >= CLUSTER_NVRTC
 
 
+def cluster_nvrtc_rule(requested: bool | None, nvrtc: tuple[int, int]) -> bool:
+    """Whether NVRTC ``(major, minor)`` leaves the cluster update to the launch rule: True where it compiles
+    it (:func:`cluster_compiles`), False where it does not and the cluster was left to the default rule
+    (``requested`` None or False: the grid barrier instead, the same arithmetic).
+
+    Raises:
+        BundleError: ``requested`` True with an NVRTC older than :data:`CLUSTER_NVRTC`.
+    """
+    if cluster_compiles(nvrtc):
+        return True
+    if requested:
+        raise BundleError(f"cluster=True needs NVRTC {CLUSTER_NVRTC[0]}.{CLUSTER_NVRTC[1]} or later (the cluster "
+                          f"barrier's fences are PTX ISA 8.6), and this CuPy has NVRTC {nvrtc[0]}.{nvrtc[1]}: "
+                          "install a CuPy for CUDA 12.8 or later, or use cluster=None (the grid barrier)")
+    return False
+
+
 def cupy_versions() -> dict | None:
     """``{"cupy": version, "nvrtc": "major.minor"}``, or None when CuPy is not importable."""
     try:
@@ -165,8 +182,9 @@ class CudaFusedTask(FusedTask):
             its shared memory, the others read them there (distributed shared memory) after the
             hardware cluster barrier, instead of global memory and an atomic grid barrier; False: the
             grid barrier; None (default): True where :func:`cluster_possible` (2 to 8 blocks, sm_90
-            on) and the cluster's blocks fit the GPU's shared memory. True where it is not possible
-            raises.
+            on), CuPy's NVRTC compiles the cluster barrier (:data:`CLUSTER_NVRTC`, 12.8, on:
+            :func:`cluster_nvrtc_rule`) and the cluster's blocks fit the GPU's shared memory. True where
+            it is not possible raises.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
@@ -174,9 +192,9 @@ class CudaFusedTask(FusedTask):
     ``cluster`` only, else (1,)); ``barrier_count`` int32 (1,).
 
     Raises:
-        BundleError: bad inputs or config, CuPy missing, no CUDA GPU, ``ctas`` out of range, a cluster
-            asked for where it is not possible, or the kernels do not compile or do not fit the GPU's
-            shared memory.
+        BundleError: bad inputs or config, CuPy missing or its NVRTC not loading, no CUDA GPU, ``ctas``
+            out of range, a cluster asked for where it is not possible (the GPU, the block count, or an
+            NVRTC before 12.8), or the kernels do not compile or do not fit the GPU's shared memory.
     """
 
     #: extra NVRTC options of a measurement subclass (scripts/fused_cuda_phases.py adds
@@ -221,12 +239,12 @@ class CudaFusedTask(FusedTask):
         if cluster and not possible:
             raise BundleError(f"cluster=True needs 2 to {MAX_CLUSTER} ctas and compute capability 9.0 or later "
                               f"(got ctas={ctas}, {props.major}.{props.minor}): use cluster=None")
-        nvrtc = tuple(cupy.cuda.nvrtc.getVersion())
-        if cluster and not cluster_compiles(nvrtc):
-            raise BundleError(f"cluster=True needs NVRTC {CLUSTER_NVRTC[0]}.{CLUSTER_NVRTC[1]} or later (the cluster "
-                              f"barrier's fences are PTX ISA 8.6), and this CuPy has NVRTC {nvrtc[0]}.{nvrtc[1]}: "
-                              "install a CuPy for CUDA 12.8 or later, or use cluster=None (the grid barrier)")
-        possible = possible and cluster_compiles(nvrtc)   # the default rule falls back to the grid barrier
+        try:
+            nvrtc = tuple(cupy.cuda.nvrtc.getVersion())
+        except Exception as exc:  # a CuPy whose NVRTC library does not load
+            raise BundleError(f"CuPy's NVRTC did not load ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}): "
+                              "install the CuPy that matches this host's CUDA (the bundle's [cuda] extra)") from None
+        possible = possible and cluster_nvrtc_rule(cluster, nvrtc)   # the default rule falls back to the grid barrier
         self.rows = triton_cdiv(cfg["batch_size"], ctas)
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or SHARED_LIMIT)
         # the default takes the cluster only where its blocks (which also hold their partials) fit

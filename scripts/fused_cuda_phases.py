@@ -13,11 +13,15 @@ step, kept by thread 0, a weight-gradient warp, and by the first thread of warp 
 the marks add a few instructions per phase, so absolute times are slightly above the protocol's
 build; NAME=V are more -D options of that shape's build). Per shape: draw 0, two untimed invocations, then REPEATS invocations with the counters zeroed
 first, training and prediction timed apart with CUDA events. Writes ``$OUT/fused-cuda-phases.json``
-and prints mean cycles per step and mark. A measurement for the issue's notes; nothing reads it.
+and prints mean cycles per step and mark. A malformed shape, or an SRC file that is missing or lays out shared
+memory otherwise than the host allocates (a source the verifier does not list, or an older layout), is one
+line and exit 2 before any GPU work; exit 1 when a shape failed on the GPU (its error is in the JSON). A
+measurement for the issue's notes; nothing reads it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -29,6 +33,48 @@ MARKS = ("fwd W0", "fwd W1", "fwd W2", "fwd W3", "logits+loss", "head+upstream",
          "bwd W2", "bwd W1", "W0 work", "W0 sync", "barrier", "update")
 
 
+def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, Path | None, tuple[str, ...]]:
+    """``G:warps[:cluster[:NAME=V,...]]`` as (ctas, warps, cluster, split, source, -D options).
+
+    Raises:
+        ValueError: with the one line to print: not that form, or SRC names no file, or a source whose
+            training block lays out its shared memory otherwise than the host allocates it (the verifier's
+            ``cuda_train_shared_bytes`` for that source's sha256 against ``bundle.fused_cuda``'s).
+    """
+    from bundle import fused_cuda  # noqa: PLC0415
+    from verify.checks.run_energy import cuda_train_shared_bytes  # noqa: PLC0415
+
+    fields = shape.split(":")
+    try:
+        if len(fields) < 2 or len(fields) > 4:
+            raise ValueError
+        ctas, warps = int(fields[0]), int(fields[1])
+        cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
+        names = [d for d in fields[3].split(",") if d] if len(fields) > 3 else []
+        split = next((bool(int(d.split("=", 1)[1])) for d in names if d.startswith("SPLIT=")), None)
+    except ValueError:
+        raise ValueError(f"shape {shape!r} is not G:warps[:cluster[:NAME=V,...]] (e.g. 8:12 or 4:12::SRC=old.cu)") from None
+    if any("=" not in d for d in names):
+        raise ValueError(f"shape {shape!r}: every -D item is NAME=V")
+    source = next((Path(d.split("=", 1)[1]) for d in names if d.startswith("SRC=")), None)
+    defines = tuple(f"-D{d}" for d in names if not d.startswith(("SPLIT=", "SRC=")))
+    if source is not None:
+        if not source.is_file():
+            raise ValueError(f"shape {shape!r}: SRC={source} is no file")
+        sha = hashlib.sha256(source.read_bytes()).hexdigest()
+        rows = -(-128 // ctas)
+        for use_cluster in (False, True):
+            theirs = cuda_train_shared_bytes(sha, rows, use_cluster)
+            ours = fused_cuda.train_shared_bytes(rows, use_cluster)
+            if theirs is None:
+                raise ValueError(f"shape {shape!r}: SRC={source} ({sha[:8]}…) is no source the verifier lists, so "
+                                 "its shared-memory layout is unknown; compare it at its own revision")
+            if theirs != ours:
+                raise ValueError(f"shape {shape!r}: SRC={source} ({sha[:8]}…) lays out {theirs} shared bytes per "
+                                 f"block where the host allocates {ours}; compare it at its own revision")
+    return ctas, warps, cluster, split, source, defines
+
+
 def measure(shape: str) -> dict:
     import cupy  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
@@ -38,16 +84,8 @@ def measure(shape: str) -> dict:
     from bundle.data import load_draw  # noqa: PLC0415
     from bundle.fused_cuda import CudaFusedTask, kernel_source_sha256  # noqa: PLC0415
 
-    fields = shape.split(":")
-    ctas, warps = int(fields[0]), int(fields[1])
-    cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
-    names = fields[3].split(",") if len(fields) > 3 else []
-    split = next((bool(int(d.split("=")[1])) for d in names if d.startswith("SPLIT=")), None)
-    source = next((Path(d.split("=", 1)[1]) for d in names if d.startswith("SRC=")), None)
-    defines = tuple(f"-D{d}" for d in names if not d.startswith(("SPLIT=", "SRC=")))
+    ctas, warps, cluster, split, source, defines = parse_shape(shape)
     if source is not None:
-        if not source.is_file():
-            raise FileNotFoundError(f"SRC={source}: no such kernel source")
         fused_cuda.KERNEL_SOURCE = source   # read by the build and by kernel_source_sha256(); restored by main()
 
     class PhaseTask(CudaFusedTask):
@@ -88,12 +126,18 @@ def measure(shape: str) -> dict:
 def main(argv: list[str]) -> int:
     import torch  # noqa: PLC0415
 
-    if not torch.cuda.is_available():
-        print("fused_cuda_phases: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
-        return 2
     from bundle import fused_cuda  # noqa: PLC0415
 
     shapes = argv or ["2:12", "2:16", "4:12", "4:16", "1:12", "8:12"]
+    try:
+        for shape in shapes:   # every shape checked before any GPU work
+            parse_shape(shape)
+    except ValueError as exc:
+        print(f"fused_cuda_phases: {exc}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("fused_cuda_phases: torch sees no CUDA GPU; run this on the GPU host", file=sys.stderr)
+        return 2
     shipped_source = fused_cuda.KERNEL_SOURCE
     out = Path(os.environ.get("OUT") or ".") / "fused-cuda-phases.json"
     results = {"schema": "fused-cuda-phases/1", "marks": MARKS, "device": torch.cuda.get_device_name(),
@@ -119,6 +163,10 @@ def main(argv: list[str]) -> int:
               f"(block 0), state {row['state_vector_sha256'][:8]}", flush=True)
         print("   " + "  ".join(f"{m}={a:.0f}/{b:.0f}" for m, a, b in zip(MARKS, t0, w4, strict=True)), flush=True)
     print(f"wrote {out}")
+    failed = [row["shape"] for row in results["shapes"] if "error" in row]
+    if failed:
+        print(f"fused_cuda_phases: {len(failed)} of {len(shapes)} shapes failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
+import math
 import sys
 from pathlib import Path
 
@@ -25,7 +26,11 @@ MIN_INSTRUCTIONS = 50   # per block-step: segments below this are barrier tails,
 
 
 def number(cell: str) -> float:
-    """A counter cell as a float: ``"1,234"`` → 1234.0; ``""`` and ``"-"`` → 0.0."""
+    """A counter cell as a float: ``"1,234"`` → 1234.0; ``""`` and ``"-"`` → 0.0.
+
+    Raises:
+        ValueError: the cell is not a number.
+    """
     cell = cell.replace(",", "").strip()
     return float(cell) if cell not in ("", "-") else 0.0
 
@@ -35,7 +40,11 @@ def segments(rows: list[list[str]], block_steps: float) -> list[dict]:
 
     Raises:
         KeyError: a column the page must have is missing.
+        ValueError: the page has no header or no instruction rows, a row is shorter than the header, or a
+            counter cell is not a number.
     """
+    if len(rows) < 2:
+        raise ValueError("no header and instruction rows")
     header, data = rows[0], rows[1:]
     col = {name: i for i, name in enumerate(header)}
     stalls = [n for n in header if n.startswith("stall_") and "Not Issued" not in n]
@@ -46,6 +55,8 @@ def segments(rows: list[list[str]], block_steps: float) -> list[dict]:
             raise KeyError(name)
     out, start, acc, reasons = [], 0, collections.Counter(), collections.Counter()
     for i, row in enumerate(data):
+        if len(row) < len(header):
+            raise ValueError(f"instruction row {i} has {len(row)} cells, the header {len(header)}")
         acc["instructions"] += number(row[col["Instructions Executed"]]) / block_steps
         acc["wavefronts"] += number(row[col["L1 Wavefronts Shared"]]) / block_steps
         acc["ideal"] += number(row[col["L1 Wavefronts Shared Ideal"]]) / block_steps
@@ -69,7 +80,7 @@ def main(argv: list[str]) -> int:
     path = Path(argv[0])
     try:
         block_steps = float(argv[1])
-        if block_steps <= 0:
+        if not math.isfinite(block_steps) or block_steps <= 0:
             raise ValueError
     except ValueError:
         print(f"error: BLOCK_STEPS {argv[1]!r} is not a positive number (G x 158 for one task)", file=sys.stderr)
@@ -87,6 +98,10 @@ def main(argv: list[str]) -> int:
     except KeyError as exc:
         print(f"error: {path} has no column {exc}; pass the -source-sass.csv page of scripts/fused_stalls.py",
               file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"error: {path} is not a whole source page ({exc}); pass the -source-sass.csv page of "
+              "scripts/fused_stalls.py", file=sys.stderr)
         return 2
     for seg in found:
         if seg["instructions"] < MIN_INSTRUCTIONS:

@@ -10,11 +10,15 @@ slowest warp's) and the block's instructions per cycle as W x instructions-per-p
 ``tile4x2`` (``tile<41, WS, 36, 2>``, 16 x 16), ``ffma`` (the 4 x 4 tile's 656 FMAs on operands already
 in registers: the FP32 pipe alone) and ``lds`` (the tile's 82 16-byte shared reads alone). A memory
 clobber after every product makes each repetition read shared memory again. Writes
-``$OUT/tile-microbench.json``. A measurement for the issue's notes; nothing reads it.
+``$OUT/tile-microbench.json`` (with the kernel source's sha256 and the CuPy and NVRTC versions; the file of
+2026-12-04 in docs/measurements/fused-cuda-ceiling-20261204 predates those fields and was made with source
+ac5da96b…). Takes no arguments; without CuPy or a CUDA GPU it says so in one line and exits 2. A
+measurement for the issue's notes; nothing reads it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -94,12 +98,24 @@ tile_bench(unsigned long long* cycles, float* sink, int active, int reps, int mo
 """
 
 
-def main() -> int:
-    import cupy  # noqa: PLC0415
+def main(argv: list[str]) -> int:
+    if argv:
+        print("usage: OUT=dir PYTHONPATH=. python3 scripts/tile_microbench.py (no arguments)", file=sys.stderr)
+        return 2
+    try:
+        import cupy  # noqa: PLC0415
 
-    source = (Path(__file__).resolve().parents[1] / "bundle" / "fused_cuda.cu").read_text() + BENCH
-    options = ("-std=c++14", "-DNW=12", "-DG=4", "-DROWS=32", "-DSPLIT=1", "-DCLUSTER=1", "-DQB=64")
-    kernel = cupy.RawModule(code=source, options=options).get_function("tile_bench")
+        kernel_file = Path(__file__).resolve().parents[1] / "bundle" / "fused_cuda.cu"
+        source = kernel_file.read_text() + BENCH
+        options = ("-std=c++14", "-DNW=12", "-DG=4", "-DROWS=32", "-DSPLIT=1", "-DCLUSTER=1", "-DQB=64")
+        kernel = cupy.RawModule(code=source, options=options).get_function("tile_bench")
+    except ImportError as exc:
+        print(f"error: tile_microbench needs CuPy ({exc}); run it on the GPU host", file=sys.stderr)
+        return 2
+    except Exception as exc:  # CuPy's compile and driver errors have no common base class
+        print(f"error: the bench kernel did not build ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+              "run it on a CUDA GPU host with NVRTC 12.8 or later", file=sys.stderr)
+        return 2
     cycles = cupy.zeros(12, dtype=cupy.uint64)
     sink = cupy.zeros(384, dtype=cupy.float32)
     rows = []
@@ -119,11 +135,13 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or ".") / "tile-microbench.json"
     import cupy.cuda.runtime as rt  # noqa: PLC0415
     device = rt.getDeviceProperties(0)["name"].decode()
-    out.write_text(json.dumps({"schema": "tile-microbench/1", "device": device, "reps": REPS, "rows": rows},
-                              indent=1))
+    major, minor = cupy.cuda.nvrtc.getVersion()
+    out.write_text(json.dumps({"schema": "tile-microbench/1", "device": device, "reps": REPS,
+                               "kernel_source_sha256": hashlib.sha256(kernel_file.read_bytes()).hexdigest(),
+                               "cupy": cupy.__version__, "nvrtc": f"{major}.{minor}", "rows": rows}, indent=1))
     print(f"wrote {out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -9,6 +9,7 @@ draws' predictions equal the frozen ones at the default and the split shapes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -154,6 +155,36 @@ def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> N
     assert proc.returncode == 0, proc.stderr[-2000:]
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", proc.stderr)
     assert len(spills) == 2 and all(a == b == "0" for a, b in spills), proc.stderr
+
+
+#: the source that evidence/h200-fused-cuda-20261204e ran, and the commit that holds it
+ARCHIVED_SOURCE = ("0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc",
+                   "2b1c9f44b65ced083f8033ed7d3d6129754544b1")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
+@pytest.mark.parametrize(("arch", "ctas", "split", "cluster"), [("sm_90", 2, 0, 1), ("sm_90", 4, 1, 1),
+                                                                ("sm_90", 8, 1, 1), ("sm_90", 16, 1, 0),
+                                                                ("sm_80", 2, 0, 0)])
+def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, arch, ctas, split, cluster) -> None:
+    """``bundle/fused_cuda.cu`` since 0ac8be88… changed comments only: nvcc gives byte-identical cubins, so
+    evidence/h200-fused-cuda-20261204e (made with 0ac8be88…) measured the code the current source builds."""
+    sha, commit = ARCHIVED_SOURCE
+    proc = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{commit}:bundle/fused_cuda.cu"], capture_output=True)
+    assert proc.returncode == 0, f"git show {commit}: {proc.stderr.decode()[-300:]} (the tests need the git history)"
+    assert hashlib.sha256(proc.stdout).hexdigest() == sha
+    (tmp_path / "archived.cu").write_bytes(proc.stdout)
+    cubins = []
+    for name, source in (("archived", tmp_path / "archived.cu"), ("current", fused_cuda.KERNEL_SOURCE)):
+        out = tmp_path / f"{name}.cubin"
+        rows = -(-128 // ctas)
+        run = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(out), f"-DNW={fused_cuda.WARPS}",
+                              f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}", f"-DCLUSTER={cluster}",
+                              f"-DQB={fused_cuda.PREDICT_ROWS}", "-x", "cu", str(source)],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        cubins.append(out.read_bytes())
+    assert cubins[0] == cubins[1]
 
 
 @pytest.mark.parametrize(("raw", "want"), [(None, "triton"), ("", "triton"), (" cuda ", "cuda"), ("triton", "triton")])

@@ -38,8 +38,8 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
           "v = __atomic_load_n(p, __ATOMIC_ACQUIRE); sched_yield();", 1),
          ("extern __shared__ float4 sm4[];", "float4* sm4 = emu_shared;", 2),
          ('asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));', "first = threadIdx.x;", 1),
-         # the cluster arrive: with release (sources up to ac5da96b…), or relaxed after two restricted
-         # fences (from the seventeenth session's source on); the emulated arrive always releases
+         # the cluster arrive: with release (sources up to ac5da96b…), or relaxed after restricted fences
+         # (0ac8be88… on; swap_in_stand_ins() requires the release fence with it); the emulated arrive releases
          ('asm volatile("barrier.cluster.arrive;" : : : "memory");', "emu_cluster_arrive();", (0, 1)),
          ('asm volatile("fence.acquire.sync_restrict::shared::cluster.cluster;" : : : "memory");', SEQ_CST_FENCE,
           (0, 1)),
@@ -52,6 +52,7 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
          ('asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), '
           '"=f"(v[3]) : "r"(addr) : "memory");', "emu_cluster_load4(addr, v);", 1))
 
+RELEASE_FENCE = 'asm volatile("fence.release.sync_restrict::shared::cta.cluster;" : : : "memory");'
 #: the cluster arrive's forms: a source has exactly one of them, once (the first or the last)
 ARRIVES = ('asm volatile("barrier.cluster.arrive;" : : : "memory");',
            'asm volatile("barrier.cluster.arrive.relaxed;" : : : "memory");')
@@ -61,11 +62,13 @@ def swap_in_stand_ins(text: str) -> str:
     """A kernel source with every line of :data:`SWAPS` replaced by its CPU stand-in.
 
     Raises:
-        AssertionError: a line occurs a number of times :data:`SWAPS` does not allow, or the source
-            has not exactly one cluster arrive (:data:`ARRIVES`).
+        AssertionError: a line occurs a number of times :data:`SWAPS` does not allow, the source has not
+            exactly one cluster arrive (:data:`ARRIVES`), or a relaxed arrive without the release fence.
     """
     arrives = sum(text.count(line) for line in ARRIVES)
     assert arrives == 1, f"the kernel source has {arrives} cluster arrives, not one"
+    if ARRIVES[1] in text:   # a relaxed arrive releases nothing: the release fence must come with it
+        assert text.count(RELEASE_FENCE) == 1, "the relaxed cluster arrive has no release fence before it"
     for line, stand_in, count in SWAPS:
         allowed = count if isinstance(count, tuple) else (count,)
         assert text.count(line) in allowed, f"the kernel source has {line!r} {text.count(line)} time(s), not {allowed}"
@@ -184,3 +187,14 @@ def test_the_cluster_split_update_gives_the_bits_of_the_unsplit_one(tmp_path, ct
     assert outs[False][1] == 3 * ctas and outs[True][1] == 6 * ctas
     for name in ("params", "velocity", "scores", "predictions"):
         assert outs[True][0][name].tobytes() == outs[False][0][name].tobytes(), name
+
+
+def test_a_relaxed_cluster_arrive_without_its_release_fence_is_refused() -> None:
+    """The CPU stand-in of the arrive always releases, so the harness could not see a missing fence: the swap
+    refuses a source whose relaxed arrive lost it (as docs/measurements/fused-cuda-ceiling-20261204's
+    arrive-no-fence.patch has it)."""
+    text = fused_cuda.KERNEL_SOURCE.read_text()
+    assert RELEASE_FENCE in text and ARRIVES[1] in text
+    swap_in_stand_ins(text)
+    with pytest.raises(AssertionError, match="no release fence"):
+        swap_in_stand_ins(text.replace(RELEASE_FENCE, ""))

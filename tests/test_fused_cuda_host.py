@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bundle import fused_cuda
+from bundle.errors import BundleError
 
 
 @pytest.mark.parametrize(("nvrtc", "ok"), [((12, 4), False), ((12, 5), False), ((12, 7), False), ((12, 8), True),
@@ -23,3 +24,17 @@ def test_the_restricted_fences_are_only_in_the_cluster_arrive() -> None:
                   "fence.release.sync_restrict::shared::cta.cluster;"):
         assert text.count(fence) == 1 and fence in body
     assert "barrier.cluster.arrive.relaxed;" in body
+
+
+@pytest.mark.parametrize(("requested", "nvrtc", "want"), [(None, (13, 0), True), (True, (12, 8), True),
+                                                          (False, (12, 9), True), (None, (12, 6), False),
+                                                          (False, (12, 4), False)])
+def test_the_default_rule_falls_back_to_the_grid_barrier_on_an_older_nvrtc(requested, nvrtc, want) -> None:
+    assert fused_cuda.cluster_nvrtc_rule(requested, nvrtc) is want
+
+
+def test_asking_for_the_cluster_with_an_older_nvrtc_is_one_line() -> None:
+    with pytest.raises(BundleError) as info:
+        fused_cuda.cluster_nvrtc_rule(True, (12, 6))
+    message = str(info.value)
+    assert "NVRTC 12.8" in message and "12.6" in message and "cluster=None" in message and "\n" not in message

@@ -1,6 +1,6 @@
 """scripts/kernel_source_bits.py refuses bad input in one line, before any build (the comparison itself runs
-the g++ harness of tests/test_fused_cuda_cpu.py; its output for the current source is under
-docs/measurements/fused-cuda-16-rows-20261204)."""
+the g++ harness of tests/test_fused_cuda_cpu.py; its outputs are under docs/measurements: ac5da96b… against
+352ca9b5… in fused-cuda-16-rows-20261204, the current source against ac5da96b… in fused-cuda-ceiling-20261204)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""scripts/stall_segments.py on a recorded Nsight Compute source page (the shipped kernel ac5da96b… at G = 4 on
+"""scripts/stall_segments.py on a recorded Nsight Compute source page (the kernel shipped before, ac5da96b…, at G = 4 on
 an H200, docs/measurements/fused-cuda-exchange-20261204/e-baseline-stalls) and on bad input."""
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def test_the_phases_of_a_step_come_out_as_the_kernel_has_them() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["missing.csv", "632"], "cannot read"),
     ([str(PAGE), "0"], "not a positive number"),
+    ([str(PAGE), "nan"], "not a positive number"),
+    ([str(PAGE), "inf"], "not a positive number"),
     ([str(PAGE)], "usage"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, args, message) -> None:
@@ -63,3 +65,25 @@ def test_a_page_without_the_counters_is_refused(tmp_path, capsys) -> None:
     other.write_text('"ID","Metric Name","Metric Value"\n"0","Duration","3.48"\n')
     assert stall_segments.main([str(other), "632"]) == 2
     assert "-source-sass.csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["", '"Kernel Name","rev88_train",\n', None, "bad-cell"])
+def test_a_broken_page_is_one_line(tmp_path, capsys, text) -> None:
+    """An empty page, a page of its first line only, a cut row and a cell that is no number: exit 2, one line."""
+    rows = _rows()
+    page = tmp_path / "page.csv"
+    if text is None:
+        body = [rows[0], rows[1][:5]]
+    elif text == "bad-cell":
+        bad = list(rows[1])
+        bad[rows[0].index("Instructions Executed")] = "n/a"
+        body = [rows[0], bad]
+    else:
+        page.write_text(text)
+        body = None
+    if body is not None:
+        with page.open("w", newline="") as handle:
+            csv.writer(handle).writerows(body)
+    assert stall_segments.main([str(page), "632"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1

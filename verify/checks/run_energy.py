@@ -184,7 +184,8 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8);
 #: 0ac8be88…: the same layout and arithmetic, the cluster arrive relaxed after two cluster-scope fences restricted
 #: to shared memory instead of a release (a GPU-scope MEMBAR), and the update's step in one function
-#: (evidence/h200-fused-cuda-20261204e, G = 2).
+#: (evidence/h200-fused-cuda-20261204e, G = 2); 8feb27d9…: 0ac8be88… with its comment on the fences corrected
+#: (nvcc 13.0 gives byte-identical cubins: tests/test_fused_cuda.py).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
 #: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
@@ -237,6 +238,7 @@ CUDA_KERNEL_SOURCES = {
     "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460": _CLUSTER_KERNEL_QUADS,
     "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
     "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": _CLUSTER_KERNEL_16,
+    "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6": _CLUSTER_KERNEL_16,
 }
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
