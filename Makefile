@@ -115,10 +115,12 @@ image-test: ## build the GPU image plus the test runner (GPU_TEST_IMAGE)
 
 # The CPU test suite under the image's torch 2.5.1, with no network; the checkout is mounted
 # read-only (GPU tests are skipped without a GPU runtime; add DOCKER_RUN_ARGS=--gpus=all on a GPU host).
+# IMAGE_PYTEST_ARGS: extra pytest arguments (.ci/run leaves out the verifier's torch-free test modules).
 DOCKER_RUN_ARGS ?=
+IMAGE_PYTEST_ARGS ?=
 test-in-image: ## run the test suite inside GPU_TEST_IMAGE (torch 2.5.1), no network
 	$(DOCKER) run --rm --network none $(DOCKER_RUN_ARGS) -v "$(CURDIR):/repo:ro" -w /repo $(GPU_TEST_IMAGE) \
-	    python -m pytest -q -p no:cacheprovider
+	    python -m pytest -q -p no:cacheprovider $(IMAGE_PYTEST_ARGS)
 
 lock: ## re-resolve docker/requirements-gpu*.lock (and the Dockerfile's lock sha256) from the package index
 	$(PYTHON) scripts/lock_image_requirements.py

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
@@ -63,6 +65,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a running dockerd (.ci/run starts one)"))
         if "slurm" in item.keywords and not has_slurm and not require_slurm:
             item.add_marker(pytest.mark.skip(reason="needs a Slurm controller (.ci/run starts one)"))
+
+
+class _ReportReadsOncePerContent:
+    """Stands in for :mod:`verify.ncu_reports`' process pool in the tests: a report whose decompressed content
+    (sha256 and size, as the manifest records and the worker re-checks) was already read in this test session
+    gives that read again; any other goes to a real pool of spawned workers, as in the product. Only reads that
+    succeeded are kept, so errors (a changed or truncated report, a missing ``ncu_report``) are always real.
+    Loading one task-scope report costs ~9 s of CPU, and many tests verify the same archives with one record
+    forged; the forgeries of a report itself change its content and are read for real."""
+
+    done: dict[tuple[str, int], dict] = {}
+
+    def __init__(self, max_workers: int, mp_context) -> None:
+        self._args = {"max_workers": max_workers, "mp_context": mp_context}
+        self._pool: ProcessPoolExecutor | None = None
+
+    def submit(self, fn, root: str, rel: str, content_sha256: str, content_size_bytes: int) -> Future:
+        key = (content_sha256, content_size_bytes)
+        if key in self.done:
+            future: Future = Future()
+            future.set_result(copy.deepcopy(self.done[key]))
+            return future
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(**self._args)
+        future = self._pool.submit(fn, root, rel, content_sha256, content_size_bytes)
+
+        def keep(f: Future) -> None:
+            if not f.cancelled() and f.exception() is None and f.result().get("status") == "read":
+                self.done[key] = copy.deepcopy(f.result())
+        future.add_done_callback(keep)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+            self._pool = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _report_reads_once_per_content():
+    """Every test's verifier runs read a given ``.ncu-rep`` content once per session (see
+    :class:`_ReportReadsOncePerContent`); ``rev88 verify`` run as a subprocess is not affected."""
+    from verify import ncu_reports  # noqa: PLC0415
+
+    saved = ncu_reports.ProcessPoolExecutor
+    ncu_reports.ProcessPoolExecutor = _ReportReadsOncePerContent
+    yield
+    ncu_reports.ProcessPoolExecutor = saved
 
 
 @pytest.fixture(scope="session")
