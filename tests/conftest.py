@@ -68,31 +68,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class _ReportReadsOncePerContent:
-    """Stands in for :mod:`verify.ncu_reports`' process pool in the tests: a report whose decompressed content
-    (sha256 and size, as the manifest records and the worker re-checks) was already read in this test session
-    gives that read again; any other goes to a real pool of spawned workers, as in the product. Only reads that
-    succeeded are kept, so errors (a changed or truncated report, a missing ``ncu_report``) are always real.
-    Loading one task-scope report costs ~9 s of CPU, and many tests verify the same archives with one record
-    forged; the forgeries of a report itself change its content and are read for real."""
+    """Stands in for :mod:`verify.ncu_reports`' process pool in the tests. A read of the same stored file (its
+    ``lstat``: device, inode, size, modification time; a hard-linked copy of an archive keeps them) with the same
+    expected content (sha256 and size, as the manifest records) as a read that succeeded earlier in this test
+    session gives that read again, with ``seconds`` 0. Any other read goes to a real pool of spawned workers, as
+    in the product, so a report changed, swapped or truncated after integrity, a forged report (its content and
+    manifest entry change) and a missing ``ncu_report`` are read for real. Loading one task-scope report costs
+    ~9 s of CPU, and many tests verify the same archives with one record forged."""
 
-    done: dict[tuple[str, int], dict] = {}
+    done: dict[tuple, dict] = {}
 
     def __init__(self, max_workers: int, mp_context) -> None:
         self._args = {"max_workers": max_workers, "mp_context": mp_context}
         self._pool: ProcessPoolExecutor | None = None
 
     def submit(self, fn, root: str, rel: str, content_sha256: str, content_size_bytes: int) -> Future:
-        key = (content_sha256, content_size_bytes)
+        try:
+            st = os.lstat(Path(root) / rel)
+            key = (fn, content_sha256, content_size_bytes, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None   # no file to read: the worker says so
         if key in self.done:
             future: Future = Future()
-            future.set_result(copy.deepcopy(self.done[key]))
+            future.set_result({**copy.deepcopy(self.done[key]), "seconds": 0.0})
             return future
         if self._pool is None:
             self._pool = ProcessPoolExecutor(**self._args)
         future = self._pool.submit(fn, root, rel, content_sha256, content_size_bytes)
 
         def keep(f: Future) -> None:
-            if not f.cancelled() and f.exception() is None and f.result().get("status") == "read":
+            if key is not None and not f.cancelled() and f.exception() is None and f.result().get("status") == "read":
                 self.done[key] = copy.deepcopy(f.result())
         future.add_done_callback(keep)
         return future

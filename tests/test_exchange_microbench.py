@@ -30,10 +30,10 @@ def test_without_cupy_it_says_so_in_one_line(monkeypatch, capsys) -> None:
 
 @pytest.mark.parametrize("ctas", [2, 3, 4, 5, 8])
 def test_the_slices_are_the_kernels(ctas: int) -> None:
-    """chunk() and the bench's CHUNK macro give the slice of bundle/fused_cuda.cu's CHUNK (SPLIT and CLUSTER)."""
+    """The bench uses bundle/fused_cuda.cu's CHUNK (SPLIT and CLUSTER), and chunk() evaluates that macro."""
     kernel = fused_cuda.KERNEL_SOURCE.read_text()
-    assert "#define CHUNK (((NSTATE + 4 * G - 1) / (4 * G)) * 4)" in kernel
-    assert "#define CHUNK (((7554 + 4 * G - 1) / (4 * G)) * 4)" in bench.BENCH
-    size = bench.chunk(ctas)
-    assert size % 4 == 0 and size * ctas >= bench.NSTATE > (size - 4) * ctas
+    macro = re.search(r"#if SPLIT && CLUSTER\n#define CHUNK (.*?)\s*//", kernel).group(1)
+    assert "#define CHUNK" not in bench.BENCH
+    assert eval(macro.replace("/", "//"), {"NSTATE": bench.NSTATE, "G": ctas}) == bench.chunk(ctas)  # noqa: S307
     assert re.search(r"#define NSTATE \(BIAS_OFF \+ NCLS\)\s+// 7554", kernel)
+    assert bench.rows_per_block(ctas) * ctas >= 128 > (bench.rows_per_block(ctas) - 1) * ctas
