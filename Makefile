@@ -115,7 +115,7 @@ image-test: ## build the GPU image plus the test runner (GPU_TEST_IMAGE)
 
 # The CPU test suite under the image's torch 2.5.1, with no network; the checkout is mounted
 # read-only (GPU tests are skipped without a GPU runtime; add DOCKER_RUN_ARGS=--gpus=all on a GPU host).
-# IMAGE_PYTEST_ARGS: extra pytest arguments (.ci/run leaves out the verifier's torch-free test modules).
+# IMAGE_PYTEST_ARGS: extra pytest arguments (.ci/run leaves out six verifier modules; see there).
 DOCKER_RUN_ARGS ?=
 IMAGE_PYTEST_ARGS ?=
 test-in-image: ## run the test suite inside GPU_TEST_IMAGE (torch 2.5.1), no network

@@ -38,32 +38,40 @@ import os
 import sys
 from pathlib import Path
 
+from bundle.fused_cuda import (
+    FEATURE_ROWS,
+    KERNEL_SOURCE,
+    PREDICT_ROWS,
+    STATE,
+    WARPS,
+    WEIGHT_STRIDE,
+    row_stride,
+)
+from bundle.fused_learner import triton_cdiv
+from bundle.learner import FROZEN_CONFIG, HALF
+
 REPS = 200
 CLUSTERS = (2, 4, 8)
 MODES = ("barrier", "pull", "bulk", "compute", "compute+bulk", "compute+pull")
 PRODS = 3
-NSTATE = 7554
-THREADS = 384
-HF, WS, FR = 41, 44, 44   # as bundle/fused_cuda.cu
+NSTATE = STATE            # 7,554 state entries
+THREADS = 32 * WARPS      # 384
 
 
 def chunk(g: int) -> int:
     """Floats of one block's slice at cluster size ``g`` (as the kernel's CHUNK with SPLIT and CLUSTER)."""
-    return -(-NSTATE // (4 * g)) * 4
+    return triton_cdiv(NSTATE, 4 * g) * 4
 
 
 def rows_per_block(g: int) -> int:
-    """Batch rows of one block at cluster size ``g`` (ceil(128 / g), as the host's ROWS)."""
-    return -(-128 // g)
+    """Batch rows of one block at cluster size ``g`` (ceil(batch / g), as the host's ROWS)."""
+    return triton_cdiv(FROZEN_CONFIG["batch_size"], g)
 
 
 def shared_bytes(g: int) -> int:
     """Dynamic shared bytes of the bench kernel: the slice, G slices received, a weight copy, an activation
-    array (feature-row stride RS = RP + 4, RP the rows rounded up to 16 or to a multiple of 32) and the
-    transaction barrier."""
-    rows = rows_per_block(g)
-    rp = 16 if rows <= 16 else -(-rows // 32) * 32
-    return 4 * (chunk(g) * (g + 1) + HF * WS + FR * (rp + 4)) + 8
+    array (:func:`bundle.fused_cuda.row_stride`) and the transaction barrier."""
+    return 4 * (chunk(g) * (g + 1) + HALF * WEIGHT_STRIDE + FEATURE_ROWS * row_stride(rows_per_block(g))) + 8
 
 
 BENCH = r"""
@@ -183,14 +191,14 @@ def main(argv: list[str]) -> int:
     if argv:
         print("usage: OUT=dir PYTHONPATH=. python3 scripts/exchange_microbench.py (no arguments)", file=sys.stderr)
         return 2
-    kernel_file = Path(__file__).resolve().parents[1] / "bundle" / "fused_cuda.cu"
+    kernel_file = KERNEL_SOURCE
     try:
         import cupy  # noqa: PLC0415
 
         kernels = {}
         for g in CLUSTERS:
-            options = ("-std=c++14", "-DNW=12", f"-DG={g}", f"-DROWS={rows_per_block(g)}", "-DSPLIT=1", "-DCLUSTER=1",
-                       "-DQB=64")
+            options = ("-std=c++14", f"-DNW={WARPS}", f"-DG={g}", f"-DROWS={rows_per_block(g)}", "-DSPLIT=1",
+                       "-DCLUSTER=1", f"-DQB={PREDICT_ROWS}")
             kernels[g] = cupy.RawModule(code=kernel_file.read_text() + BENCH, options=options).get_function("exchange_bench")
             kernels[g].max_dynamic_shared_size_bytes = shared_bytes(g)
     except ImportError as exc:

@@ -110,7 +110,7 @@ class _ReportReadsOncePerContent:
 
 @pytest.fixture(scope="session", autouse=True)
 def _report_reads_once_per_content():
-    """Every test's verifier runs read a given ``.ncu-rep`` content once per session (see
+    """The verifier runs of the tests read a stored ``.ncu-rep`` file of given content once per session (see
     :class:`_ReportReadsOncePerContent`); ``rev88 verify`` run as a subprocess is not affected."""
     from verify import ncu_reports  # noqa: PLC0415
 
