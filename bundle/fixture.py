@@ -668,18 +668,24 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     timeline.mark("torch_imported")
 
     cuda = device == "cuda"
-    fused_ctas = fused_precision = fused_tool = None
+    fused_ctas = fused_precision = fused_tool = fused_exchange = None
     if learner_name == "rev88-fused":  # a bad $REV88_FUSED_CTAS, _PRECISION or _KERNEL fails here, before the GPU lock
         from bundle import fused_learner  # noqa: PLC0415
         from bundle.jobs import FUSED_KERNEL_ENV, fused_kernel_tool  # noqa: PLC0415
+        from bundle.jobs import fused_exchange as exchange_from_env  # noqa: PLC0415
 
         fused_ctas = fused_learner.train_ctas_from_env()
+        fused_exchange = exchange_from_env()
         fused_precision = fused_learner.product_precision_from_env()
         fused_tool = fused_kernel_tool()
         if fused_tool == "cuda" and fused_precision != "ieee":
             raise BundleError(f"{FUSED_KERNEL_ENV}=cuda runs float32 FMAs only (product precision ieee), but product "
                               f"precision {fused_precision} was asked for: unset REV88_FUSED_PRECISION or use "
                               f"{FUSED_KERNEL_ENV}=triton")
+        if fused_exchange != "pull" and fused_tool != "cuda":
+            raise BundleError(f"REV88_FUSED_EXCHANGE={fused_exchange} is an exchange of the CUDA kernel tool's split "
+                              f"update, but kernel tool {fused_tool} was asked for: unset REV88_FUSED_EXCHANGE or use "
+                              f"{FUSED_KERNEL_ENV}=cuda")
     gpu_lock = acquire_gpu_lock(timeline, mode) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():
@@ -702,7 +708,7 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
         from bundle import fused_cuda  # noqa: PLC0415
 
         task = fused_cuda.CudaFusedTask(train_images, train_labels, test_images, config, device=device,
-                                        ctas=fused_ctas)
+                                        ctas=fused_ctas, exchange=fused_exchange)
     elif learner_name == "rev88-fused":
         task = fused_learner.FusedTask(train_images, train_labels, test_images, config, device=device,
                                        ctas=fused_ctas, product_precision=fused_precision)

@@ -50,7 +50,9 @@
 //       its PUB, the blocks meet at a second cluster barrier, and every block gathers all slices
 //       from the G PUBs (16-byte reads, block b from its own slice on: gentry()) into both of its
 //       copies: the same operations on the same
-//       values as the unsplit update, so the same bits;
+//       values as the unsplit update, so the same bits; with PUSH (host exchange "push", blocks of up to 32
+//       rows) no cluster barrier in the loop: bulk copies and transaction barriers move the slices instead
+//       (see PUSH below), the same sums in the same order;
 //     - G = 1: the block's __syncthreads; its partial from global memory;
 //     - else a grid barrier (an arrival counter, atomics with release/acquire ordering) and loads
 //       that bypass L1; with SPLIT = 1 block b sums and updates only its slice of the state and
@@ -128,6 +130,37 @@
 #define VR ((CHUNK + NT - 1) / NT)       // of them per thread (velocities in registers)
 #endif
 #define GR (4 * ((NSTATE + 4 * NT - 1) / (4 * NT)))       // entries a thread gathers (cluster split)
+// The pushed exchange (PUSH: the cluster split with activation arrays of up to 32 rows, G >= 4): the state in
+// five regions padded to quads (the four branch weights, 1,684 floats each; the head and the bias, 832), each
+// region cut into G slices of whole quads, block c owning [rlo(r, c), rlo(r, c + 1)) of region r. A block's
+// partial gradient sits in PART in this padded order; each region's slices are copied (cp.async.bulk, the
+// Tensor Memory Accelerator) into the owners' RECV as soon as the phase that wrote the region ends; an owner
+// sums its slices in block order, updates them into its STAGE (padded order) and copies them into every
+// other block's STAGE; a block moves each region from STAGE into both of its copies just before the forward
+// branch that reads it (the head's before the logits). Transaction barriers (mbarrier, expect_tx) count the
+// bytes in: one for the partials, one per region for the new parameters. No cluster barrier in the loop.
+// The host asks for it (-DPUSH=1; bundle.fused_cuda, exchange "push"); the default is the pulled exchange above.
+#ifndef PUSH
+#define PUSH 0
+#endif
+#if PUSH && !(CLUSTER && SPLIT && RP <= 32)
+#error "PUSH needs the split cluster update and blocks of up to 32 rows"
+#endif
+#if PUSH
+#define RLEN(r) ((r) < 4 ? 1684 : 832)          // floats of padded region r
+#define RBASE(r) (1684 * (r))                   // its first float (the head's region at 6736)
+#define PPAD 7568                               // floats of the padded state
+#define HSHIFT 12                               // head and bias lie 12 floats later than in the state vector
+#define QW ((421 + G - 1) / G)                  // most quads of a branch weight's region one block owns
+#define QH ((208 + G - 1) / G)                  // most of the head's
+#define SL (16 * QW + 4 * QH)                   // floats of one sender's slot in RECV
+#define NBAR 6                                  // transaction barriers: partials in, then new region r (1 + r)
+#undef VR
+#define VR (4 * ((SL / 4 + NT - 1) / NT))       // the update's entries per thread (quads u = t, t + NT, ... of a slot)
+#else
+#define RBASE(r) (NWT * (r))
+#define HSHIFT 0
+#endif
 #define NQ ((NSTATE + 3) / 4)           // quads of the state
 #define PSTR (((NSTATE + 3) / 4) * 4)   // floats between a cluster block's two partial buffers
 #define WIDE_LOSS (RP <= 32)             // logits_loss_wide() (a warp per 3 rows) instead of logits_loss()
@@ -287,6 +320,96 @@ __device__ __forceinline__ void cluster_reduce(float (&gs)[VR], const float* pb,
         }
     }
 }
+
+#if PUSH
+// The pushed exchange's PTX (sm_90, PTX ISA 8.0): transaction barriers in this block's shared memory (init with one
+// arrival; the arrival that also expects a phase's bytes; a test of a phase's completion by parity, acquire), the
+// async proxy fence (this block's shared-memory writes before a bulk copy reads them, and its reads before a
+// bulk copy overwrites them), and a bulk copy of bytes from this block's shared memory into another block's
+// that completes them on that block's barrier.
+__device__ __forceinline__ void mbar_init(unsigned bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" : : "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" : : : "memory"); }
+__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" : : "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ unsigned mbar_done(unsigned bar, unsigned parity) {
+    unsigned done;
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done;
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    while (!mbar_done(bar, parity)) {
+    }
+}
+__device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" : : : "memory"); }
+__device__ __forceinline__ void bulk_copy(unsigned dst, unsigned src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" : : "r"(dst), "r"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// First float of block c's slice of padded region r (c = G: the region's end).
+__device__ __forceinline__ int rlo(int r, int c) { return 4 * (c * (RLEN(r) / 4) / G); }
+// This block's update quad u of a slot (u < SL / 4): its region r and padded offset kp; false past its slices.
+__device__ __forceinline__ bool own_quad(int u, int& r, int& kp) {
+    r = u < 4 * QW ? u / QW : 4;
+    const int q = u - QW * r, lo = rlo(r, blockIdx.x);
+    kp = RBASE(r) + lo + 4 * q;
+    return u < SL / 4 && lo + 4 * q < rlo(r, blockIdx.x + 1);
+}
+// State-vector entry of padded offset kp, or -1 for padding.
+__device__ __forceinline__ int unpad(int kp) {
+    if (kp < RBASE(4)) {
+        const int r = kp / RBASE(1), e = kp - RBASE(r);
+        return e < NWT ? r * NWT + e : -1;
+    }
+    return kp - HSHIFT < NSTATE ? kp - HSHIFT : -1;
+}
+// Bytes of new parameters of region r that reach block b (every slice but its own), and of partials (its
+// slices of every region, from the G - 1 others).
+__device__ __forceinline__ unsigned new_bytes(int r, int b) { return 4u * (RLEN(r) - (rlo(r, b + 1) - rlo(r, b))); }
+__device__ __forceinline__ unsigned part_bytes(int b) {
+    unsigned n = 0;
+#pragma unroll
+    for (int r = 0; r < 5; ++r) n += rlo(r, b + 1) - rlo(r, b);
+    return 4u * (G - 1) * n;
+}
+// Lane d < G (d != this block) of warp NW - 1 copies this block's partials of region r in d's slice into d's
+// RECV, in this block's slot; it completes them on d's partials barrier.
+__device__ __forceinline__ void push_partials(const float* part, const float* recv, const unsigned long long* bars,
+                                              int r) {
+    const int d = threadIdx.x & 31;
+    if ((int)(threadIdx.x >> 5) == NW - 1 && d < G && d != (int)blockIdx.x) {
+        proxy_fence();
+        bulk_copy(cluster_addr(recv + blockIdx.x * SL + 4 * QW * r, (unsigned)d), smem(part + RBASE(r) + rlo(r, d)),
+                  4u * (rlo(r, d + 1) - rlo(r, d)), cluster_addr(reinterpret_cast<const float*>(bars), (unsigned)d));
+    }
+}
+// Region r of the new parameters, STAGE (padded order) into both copies, by threads first.. (n of them).
+__device__ __forceinline__ void scatter_region(float* P, const float* stage, int r, int first, int n) {
+    if (r < 4) {
+        for (int e = (int)threadIdx.x - first; e < NWT; e += n) {
+            const int o = e / HF, i = e - o * HF;
+            const float v = stage[RBASE(r) + e];
+            P[OWN + r * WSZ + o * WS + i] = v;
+            P[OWT + r * WSZ + i * WS + o] = v;
+        }
+    } else {
+        for (int e = (int)threadIdx.x - first; e < NSTATE - HEAD_OFF; e += n) {
+            int pn, pt;
+            ppos(HEAD_OFF + e, pn, pt);
+            const float v = stage[RBASE(4) + e];
+            P[pn] = v;
+            P[pt] = v;
+        }
+    }
+}
+// Wait for region r's new parameters of the previous step (phase s - 1); thread NT - 1 then arms the next phase.
+__device__ __forceinline__ void wait_region(const unsigned long long* bars, int r, int s, int steps) {
+    mbar_wait(smem(bars + 2 * (1 + r)), (unsigned)(s - 1) & 1u);
+    if (threadIdx.x == NT - 1 && s + 1 < steps) mbar_expect(smem(bars + 2 * (1 + r)), new_bytes(r, blockIdx.x));
+}
+#endif
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 __device__ __forceinline__ float at4(const float4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
@@ -760,7 +883,13 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     float* dL = RR + FR * RS;       // gradients of the halves
     float* dR = dL + FR * RS;
     float* Zt = dR + FR * RS;       // logits, then the loss gradient (10 x RS)
-#if CLUSTER && SPLIT
+#if PUSH
+    float* PART = Zt + NCLS * RS;   // this block's partial gradient (PPAD, padded order)
+    float* RECV = PART + PPAD;      // the others' partials of this block's slices (G slots of SL)
+    float* STAGE = RECV + G * SL;   // new parameters (PPAD, padded order)
+    unsigned long long* bars = reinterpret_cast<unsigned long long*>(STAGE + PPAD);   // NBAR barriers, 16 bytes apart
+    int* rows = reinterpret_cast<int*>(STAGE + PPAD + 4 * NBAR);
+#elif CLUSTER && SPLIT
     float* PART = Zt + NCLS * RS;   // this block's partial gradient (PSTR), then its slice's new parameters (PSTR)
     float* PUB = PART + PSTR;
     int* rows = reinterpret_cast<int*>(PUB + PSTR);
@@ -773,7 +902,11 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     int* labs = rows + ROWS;
     const int b = blockIdx.x, warp = threadIdx.x >> 5;
     // reset: zero everything (padding stays zero), velocities zero, then the initial parameters
+#if PUSH
+    for (int k = threadIdx.x; k < PSZ + 6 * FR * RS + NCLS * RS + 2 * PPAD + G * SL; k += NT) sm[k] = 0.0f;
+#else
     for (int k = threadIdx.x; k < PSZ + 6 * FR * RS + NCLS * RS; k += NT) sm[k] = 0.0f;
+#endif
     float vr[VR];
 #pragma unroll
     for (int j = 0; j < VR; ++j) vr[j] = 0.0f;
@@ -786,14 +919,31 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     }
     const int nb = (n_train + batch - 1) / batch;
     const int steps = epochs * nb;
-#if SPLIT
+#if PUSH   // the slices are own_quad()'s
+#elif SPLIT
     const int lo = b * CHUNK < NSTATE ? b * CHUNK : NSTATE;
 #else
     const int lo = 0;
 #endif
+#if !PUSH
     const int hi = lo + CHUNK < NSTATE ? lo + CHUNK : NSTATE;
+#endif
     PHASE_DECLARE
-#if KEEP_CODES && SPLIT && CLUSTER
+#if PUSH
+    // the barriers, armed for their first phases, and visible to the cluster (with the zeros above) before any copy
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int j = 0; j < NBAR; ++j) mbar_init(smem(bars + 2 * j));
+        mbar_init_fence();
+        mbar_expect(smem(bars), part_bytes(b));
+#pragma unroll
+        for (int r = 0; r < 5; ++r) mbar_expect(smem(bars + 2 * (1 + r)), new_bytes(r, b));
+    }
+    proxy_fence();
+    __syncthreads();
+    cluster_arrive();
+    cluster_wait();
+#elif KEEP_CODES && SPLIT && CLUSTER
     unsigned gpos[GR];   // both shared offsets of every entry this thread gathers, pn | pt << 16 (< 65,536)
 #pragma unroll
     for (int j = 0; j < GR; ++j) {
@@ -821,16 +971,32 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         // the training indices of step s + 1's rows, read now, used in W0
         if (warp >= NWG && s + 1 < steps) next_rows(rows, orders, s + 1, nb, n_train, batch);
         PHASE_START
+#if PUSH
+        // the previous step's new parameters: W0 by every thread before its branch, then each region by the warps
+        // that take no forward product (3 * NRB = 3 product tasks) while the branch before it runs
+#define NEXT_REGION(r) if (s > 0 && warp >= 3 * NRB) { wait_region(bars, r, s, steps); scatter_region(P, STAGE, r, 96 * NRB, NT - 96 * NRB); }
+        if (s > 0) {
+            wait_region(bars, 0, s, steps);
+            scatter_region(P, STAGE, 0, 0, NT);
+            __syncthreads();
+        }
+#else
+#define NEXT_REGION(r)
+#endif
         for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(L, RL, RR, P + OWT, alpha, t, nr);
+        NEXT_REGION(1)
         __syncthreads();   // l1 = l0 + f(r0; W0)
         PHASE_MARK(0)
         for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + WSZ, alpha, t, nr);
+        NEXT_REGION(2)
         __syncthreads();   // r1 = r0 + f(l1; W1)
         PHASE_MARK(1)
         for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t, nr);
+        NEXT_REGION(3)
         __syncthreads();   // l2 = l1 + f(r1; W2)
         PHASE_MARK(2)
         for (int t = warp; t < 3 * NRB; t += NW) branch_task<RP, true>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t, nr);
+        NEXT_REGION(4)
         __syncthreads();   // r2 = r1 + f(l2; W3)
         PHASE_MARK(3)
 #if WIDE_LOSS
@@ -840,7 +1006,9 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #endif
         __syncthreads();
         PHASE_MARK(4)
-#if CLUSTER && SPLIT
+#if PUSH
+        float* gp = PART;   // padded order: weight r at RBASE(r), head and bias HSHIFT later
+#elif CLUSTER && SPLIT
         float* gp = PART;
 #elif CLUSTER
         float* gp = PART + (s & 1) * PSTR;
@@ -848,13 +1016,20 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         float* gp = part + ((long long)(s & 1) * G + b) * NSTATE;
 #endif
         // head and bias partial gradients (warps 0..NHG-1); dL = g·HL, dR = g·HR (the others)
-        if (warp < NHG) head_task(gp, Zt, L, R, nr4, warp);
+        if (warp < NHG) head_task(gp + HSHIFT, Zt, L, R, nr4, warp);
         else for (int t = warp - NHG; t < 6 * NRB; t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
         __syncthreads();
         PHASE_MARK(5)
         // reversible backward: block 1 (W3, W2) then block 0 (W1, W0); per branch the weight's
-        // partial gradient (warps 0..NWG-1), the leaf's gradient and the rebuilt half (the others)
-        if (warp < NWG) weight_task(gp + 3 * NWT, dR, RL, nr4, alpha, warp);              // W3: leaf l2, upstream dR
+        // partial gradient (warps 0..NWG-1), the leaf's gradient and the rebuilt half (the others); with PUSH,
+        // each phase begins with the copies of the partials the phase before completed (warp NW - 1, idle there)
+#if PUSH
+#define PUSH_PARTIALS(r) push_partials(PART, RECV, bars, r);
+#else
+#define PUSH_PARTIALS(r)
+#endif
+        PUSH_PARTIALS(4)
+        if (warp < NWG) weight_task(gp + RBASE(3), dR, RL, nr4, alpha, warp);             // W3: leaf l2, upstream dR
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t >> 1, nr);   // r1 = r2 - f(l2)
             else leaf_task(dL, dR, L, P + OWN + 3 * WSZ, alpha, t >> 1, nr);
@@ -862,20 +1037,23 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(6)
         __syncthreads();
         PHASE_MARK(7)
-        if (warp < NWG) weight_task(gp + 2 * NWT, dL, RR, nr4, alpha, warp);              // W2: leaf r1, upstream dL
+        PUSH_PARTIALS(3)
+        if (warp < NWG) weight_task(gp + RBASE(2), dL, RR, nr4, alpha, warp);             // W2: leaf r1, upstream dL
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t >> 1, nr);   // l1 = l2 - f(r1)
             else leaf_task(dR, dL, R, P + OWN + 2 * WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
         PHASE_MARK(8)
-        if (warp < NWG) weight_task(gp + NWT, dR, RL, nr4, alpha, warp);                  // W1: leaf l1, upstream dR
+        PUSH_PARTIALS(2)
+        if (warp < NWG) weight_task(gp + RBASE(1), dR, RL, nr4, alpha, warp);             // W1: leaf l1, upstream dR
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + WSZ, alpha, t >> 1, nr);       // r0 = r1 - f(l1)
             else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
         }
         __syncthreads();
         PHASE_MARK(9)
+        PUSH_PARTIALS(1)
         // W0: leaf r0, upstream dL; meanwhile the other warps lift most of step s + 1's rows
         if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);
         else if (s + 1 < steps) lift_rows(L, R, RL, rows, labs, raw, labels, block_rows(step_count(s + 1, nb, n_train, batch)));
@@ -883,7 +1061,17 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         if (s + 1 < steps) count = step_count(s + 1, nb, n_train, batch);
         int first;   // threadIdx.x, opaque, so that positions the update computes are not kept across steps
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(first));
-#if CLUSTER
+#if PUSH
+        // W0's partials out; while the others' come in, the next step's rows are lifted (the activations are free now)
+        __syncthreads();
+        PHASE_MARK(11)
+        PUSH_PARTIALS(0)
+        if (s + 1 < steps) relu_right(RR, R);
+        mbar_wait(smem(bars), (unsigned)s & 1u);
+        if (threadIdx.x == NT - 1 && s + 1 < steps) mbar_expect(smem(bars), part_bytes(b));
+        PHASE_MARK(12)
+        if (threadIdx.x == 0) atomicAdd(sync, 1u);
+#elif CLUSTER
         // the cluster barrier; while it waits, the next step's rows are lifted (the activations are free now)
         __syncthreads();
         PHASE_MARK(11)
@@ -910,7 +1098,50 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(11)
         if (s + 1 < steps) relu_right(RR, R);
 #endif
-#if SPLIT && CLUSTER
+#if PUSH
+        {
+            // block b sums the G partials of its slices in block order (its own from PART, the others' from RECV),
+            // as cluster_reduce() does, and updates them into its STAGE; then copies each slice into every other
+            // block's STAGE (thread r * G + d: region r to block d; none after the last step)
+#pragma unroll
+            for (int j = 0; j < VR; j += 4) {
+                int r, kp;
+                const int u = first + (j / 4) * NT;
+                if (own_quad(u, r, kp)) {
+                    float g[4];
+                    const float4 h0 = ld4(b == 0 ? PART + kp : RECV + 4 * u);
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) g[c] = at4(h0, c);
+#pragma unroll
+                    for (int q = 1; q < G; ++q) {
+                        const float4 h = ld4(q == b ? PART + kp : RECV + q * SL + 4 * u);
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) g[c] += at4(h, c);
+                    }
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const int k = unpad(kp + c);
+                        if (k >= 0) {
+                            int pn, pt;
+                            ppos(k, pn, pt);
+                            STAGE[kp + c] = sgd_step(vr[j + c], g[c], P[pn], momentum, neg_lr, weight_decay);
+                        }
+                    }
+                }
+            }
+            __syncthreads();
+            if (s + 1 < steps && threadIdx.x < 5 * G) {
+                const int r = threadIdx.x / G, d = threadIdx.x - r * G;
+                if (d != b) {
+                    const float* src = STAGE + RBASE(r) + rlo(r, b);
+                    proxy_fence();
+                    bulk_copy(cluster_addr(src, (unsigned)d), smem(src), 4u * (rlo(r, b + 1) - rlo(r, b)),
+                              cluster_addr(reinterpret_cast<const float*>(bars + 2 * (1 + r)), (unsigned)d));
+                }
+            }
+            if (threadIdx.x == 0) atomicAdd(sync, 1u);
+        }
+#elif SPLIT && CLUSTER
         {
             // block b sums the G partials of its slice [lo, hi) in block order and updates it into its PUB;
             // at a second cluster barrier every slice is done; every block gathers the G slices from the
@@ -1033,6 +1264,21 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
     cluster_arrive();   // no block leaves while another may still read its partials
     cluster_wait();
 #endif
+#if PUSH
+#pragma unroll
+    for (int j = 0; j < VR; j += 4) {
+        int r, kp;
+        if (own_quad((int)threadIdx.x + (j / 4) * NT, r, kp))
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int k = unpad(kp + c);
+                if (k >= 0) {
+                    params_out[k] = STAGE[kp + c];
+                    vel_out[k] = vr[j + c];
+                }
+            }
+    }
+#else
     if (SPLIT || b == 0) {
 #pragma unroll
         for (int j = 0; j < VR; ++j) {
@@ -1045,6 +1291,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             }
         }
     }
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(NT)

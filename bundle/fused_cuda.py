@@ -49,6 +49,10 @@ KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"
 STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order of spec 3
 PARTIAL_STRIDE = 7556     # floats between a cluster block's two shared partial buffers (fused_cuda.cu PSTR: STATE
                           # rounded up to 4, so that both buffers allow 16-byte distributed-shared-memory reads)
+EXCHANGES = ("pull", "push")   # how the split cluster update moves partials and new parameters (CudaFusedTask)
+DEFAULT_EXCHANGE = "pull"      # measured in every archive; "push" (fused_cuda.cu PUSH) has run on the CPU harness only
+PADDED_STATE = 7568      # the state in five regions padded to quads (fused_cuda.cu PPAD: branch weights 1,684 floats
+                          # each, head and bias 832), the pushed exchange's order
 FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
 WEIGHT_STRIDE = 44        # row stride of a shared weight copy (fused_cuda.cu WS: 41 live, 3 zero)
 SHARED_PARAMS = 8 * HALF * WEIGHT_STRIDE + 10 * 88 + 82 * 10 + 12   # shared floats of the parameters, both copies (PSZ)
@@ -118,13 +122,32 @@ def row_stride(rows: int) -> int:
     return (16 if rows <= 16 else triton_cdiv(rows, 32) * 32) + 4
 
 
-def train_shared_bytes(rows: int, cluster: bool = False) -> int:
+def push_possible(rows: int, cluster: bool, split: bool) -> bool:
+    """Whether the training kernel can exchange partials and new parameters by bulk copies into the owners'
+    and the blocks' shared memory (fused_cuda.cu PUSH, exchange ``"push"``): the split update inside the
+    cluster with activation arrays of up to 32 rows (G >= 4 of the frozen batch)."""
+    return bool(cluster and split and row_stride(rows) <= 36)
+
+
+def pushed_exchange_floats(ctas: int) -> int:
+    """Shared floats of the pushed exchange at G = ``ctas`` blocks (fused_cuda.cu): the padded partial and the
+    padded new state (:data:`PADDED_STATE` each), G slots of the others' partials of this block's slices
+    (16 ceil(421 / G) + 4 ceil(208 / G) floats each) and six 16-byte transaction barriers."""
+    slot = 16 * triton_cdiv(421, ctas) + 4 * triton_cdiv(208, ctas)
+    return 2 * PADDED_STATE + ctas * slot + 4 * 6
+
+
+def train_shared_bytes(rows: int, cluster: bool = False, push: bool = False) -> int:
     """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
     six activation arrays (halves as is and through relu, their gradients), the logits, with
     ``cluster`` 2 x 7,556 floats (:data:`PARTIAL_STRIDE`: the block's partial gradients of two steps, or with
-    the split update one partial and its slice's new parameters), then row indices and labels (fused_cuda.cu)."""
-    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + (2 * PARTIAL_STRIDE if cluster else 0)
-                + 2 * rows)
+    the split update one partial and its slice's new parameters), or with ``push`` (the pushed exchange,
+    G = ceil(128 / rows)) :func:`pushed_exchange_floats`, then row indices and labels (fused_cuda.cu)."""
+    if push:
+        exchange = pushed_exchange_floats(triton_cdiv(128, rows))
+    else:
+        exchange = 2 * PARTIAL_STRIDE if cluster else 0
+    return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + exchange + 2 * rows)
 
 
 def cluster_possible(ctas: int, capability: tuple[int, int]) -> bool:
@@ -134,17 +157,19 @@ def cluster_possible(ctas: int, capability: tuple[int, int]) -> bool:
     return 2 <= ctas <= MAX_CLUSTER and tuple(capability) >= (9, 0)
 
 
-def predict_shared_bytes() -> int:
-    """Dynamic shared memory of one predict block (bytes)."""
-    return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(PREDICT_ROWS) + PREDICT_ROWS)
+def predict_shared_bytes(rows: int | None = None) -> int:
+    """Dynamic shared memory of one predict block of ``rows`` query rows (default :data:`PREDICT_ROWS`; bytes)."""
+    rows = PREDICT_ROWS if rows is None else rows
+    return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(rows) + rows)
 
 
-def shared_memory_problem(rows: int, limit: int, cluster: bool = False) -> str | None:
+def shared_memory_problem(rows: int, limit: int, cluster: bool = False, push: bool = False) -> str | None:
     """Why blocks of ``rows`` training rows do not fit ``limit`` bytes of shared memory per block, or None.
 
     Args:
         rows: training rows per block, ceil(batch / G); limit: the GPU's opt-in shared memory per block (bytes);
-        cluster: the blocks are one cluster (:func:`cluster_possible`), so each also holds its partials.
+        cluster: the blocks are one cluster (:func:`cluster_possible`), so each also holds its partials;
+        push: the pushed exchange (:func:`push_possible`), so each also holds its buffers.
 
     Returns:
         None when the training block (:func:`train_shared_bytes`) and the predict block
@@ -156,8 +181,8 @@ def shared_memory_problem(rows: int, limit: int, cluster: bool = False) -> str |
         return (f"this GPU gives a block {limit} B of shared memory, less than the {train_shared_bytes(1)} B (training "
                 f"at one row per block) and {predict_shared_bytes()} B (prediction) the CUDA kernels need: use kernel "
                 "tool triton (REV88_FUSED_KERNEL=triton)")
-    if train_shared_bytes(rows, cluster) > limit:
-        return (f"{rows} rows per block need {train_shared_bytes(rows, cluster)} B of shared memory, over this GPU's "
+    if train_shared_bytes(rows, cluster, push) > limit:
+        return (f"{rows} rows per block need {train_shared_bytes(rows, cluster, push)} B of shared memory, over this GPU's "
                 f"{limit} B per block: use more ctas (REV88_FUSED_CTAS)")
     return None
 
@@ -185,6 +210,12 @@ class CudaFusedTask(FusedTask):
             on), CuPy's NVRTC compiles the cluster barrier (:data:`CLUSTER_NVRTC`, 12.8, on:
             :func:`cluster_nvrtc_rule`) and the cluster's blocks fit the GPU's shared memory. True where
             it is not possible raises.
+        exchange: how the split cluster update moves partials and new parameters between the blocks:
+            ``"pull"`` (the default, :data:`DEFAULT_EXCHANGE`): after a cluster barrier each block reads
+            its slice's partials from the others' shared memory, and after a second one every slice;
+            ``"push"``: bulk copies into the owners' and the blocks' shared memory, each region's as
+            soon as the phase that wrote it ends, counted by transaction barriers (needs
+            :func:`push_possible`: G >= 4 inside a cluster, split). The same sums in the same order.
 
     Attributes (on the GPU): ``initial``, ``params``, ``velocity``, ``raw``, ``raw_query``,
     ``labels``, ``orders``, ``scores``, ``predictions`` as :class:`FusedTask`; ``partials`` float32
@@ -203,7 +234,7 @@ class CudaFusedTask(FusedTask):
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",
                  ctas: int = 8, split: bool | None = None, warps: int = WARPS,
-                 cluster: bool | None = None) -> None:
+                 cluster: bool | None = None, exchange: str | None = None) -> None:
         started = time.perf_counter()
         self.config = normalise_config(FROZEN_CONFIG if config is None else config)
         cfg = self.config
@@ -217,6 +248,9 @@ class CudaFusedTask(FusedTask):
             raise BundleError(f"split must be True, False or None (the default rule), got {split!r}")
         if cluster is not None and not isinstance(cluster, bool):
             raise BundleError(f"cluster must be True, False or None (the default rule), got {cluster!r}")
+        if exchange is not None and exchange not in EXCHANGES:
+            raise BundleError(f"exchange must be one of {', '.join(EXCHANGES)} or None (the default, "
+                              f"{DEFAULT_EXCHANGE!r}), got {exchange!r}")
         if device != "cuda":
             raise BundleError(f"kernel tool {KERNEL_TOOL} runs on device cuda only (got {device!r}); on the CPU use "
                               "bundle.fused_cuda.reference_train or kernel tool triton's interpreter")
@@ -250,7 +284,12 @@ class CudaFusedTask(FusedTask):
         # the default takes the cluster only where its blocks (which also hold their partials) fit
         self.cluster = (possible and shared_memory_problem(self.rows, limit, True) is None) if cluster is None else cluster
         self.split = ctas >= (CLUSTER_SPLIT_FROM if self.cluster else SPLIT_FROM) if split is None else split
-        problem = shared_memory_problem(self.rows, limit, self.cluster)
+        self.exchange = DEFAULT_EXCHANGE if exchange is None else exchange
+        if self.exchange == "push" and not push_possible(self.rows, self.cluster, self.split):
+            raise BundleError(f"exchange 'push' needs the split update inside a cluster and at most 32 rows per block "
+                              f"(G >= 4); this task has G={ctas}, cluster={self.cluster}, split={self.split}: use "
+                              "exchange 'pull'")
+        problem = shared_memory_problem(self.rows, limit, self.cluster, self.exchange == "push")
         if problem:
             raise BundleError(problem)
         self.device = torch.device(device)
@@ -271,13 +310,14 @@ class CudaFusedTask(FusedTask):
     def _compile(self, cupy) -> None:
         options = ("-std=c++14", f"-DNW={self.warps}", f"-DG={self.ctas}", f"-DROWS={self.rows}",
                    f"-DSPLIT={int(self.split)}", f"-DCLUSTER={int(self.cluster)}", f"-DQB={PREDICT_ROWS}",
-                   *self.extra_defines)
+                   *(("-DPUSH=1",) if self.exchange == "push" else ()), *self.extra_defines)
         try:
             module = cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=options)
             self._module = module
             self._train_fn = module.get_function("rev88_train")
             self._predict_fn = module.get_function("rev88_predict")
-            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.cluster)
+            self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.cluster,
+                                                                               self.exchange == "push")
             self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes()
         except Exception as exc:  # CuPy's compile and driver errors have no common base class
             raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
@@ -314,7 +354,7 @@ class CudaFusedTask(FusedTask):
                  v["raw"], v["labels"], v["orders"], np.int32(self.train_count), np.int32(cfg["epochs"]),
                  np.int32(cfg["batch_size"]), np32(cfg["alpha"]), np32(cfg["momentum"]), np32(-cfg["learning_rate"]),
                  np32(cfg["weight_decay"]), np.uint32(SPIN_LIMIT)),
-                shared_mem=train_shared_bytes(self.rows, self.cluster))
+                shared_mem=train_shared_bytes(self.rows, self.cluster, self.exchange == "push"))
         self._barrier_expected = self.steps * self.ctas * (2 if self.split else 1)
 
     def predict(self) -> None:
@@ -345,7 +385,7 @@ class CudaFusedTask(FusedTask):
         return {"name": LEARNER_NAME, "kernel_tool": KERNEL_TOOL, "kernel_source_sha256": kernel_source_sha256(),
                 "cupy": cupy_versions(), "interpreter": False, "train_programs": self.ctas,
                 "train_threads": self.threads, "rows_per_program": self.rows, "split_update": self.split,
-                "cluster_update": self.cluster,
+                "cluster_update": self.cluster, "exchange": self.exchange,
                 "product_precision": "ieee"}
 
     def named_tensors(self) -> list[tuple[str, torch.Tensor]]:

@@ -45,6 +45,10 @@ FUSED_PRECISIONS = ("ieee", "tf32x3")  # bundle.fused_learner.PRODUCT_PRECISIONS
 #: the default) or "cuda" (bundle/fused_cuda.cu through CuPy, bundle.fused_cuda).
 FUSED_KERNEL_ENV = "REV88_FUSED_KERNEL"
 FUSED_KERNEL_TOOLS = ("triton", "cuda")
+#: The CUDA kernel tool's exchange of the split cluster update, forwarded like FUSED_CTAS_ENV: "pull" (the
+#: default) or "push" (bulk copies and transaction barriers; bundle.fused_cuda.EXCHANGES).
+FUSED_EXCHANGE_ENV = "REV88_FUSED_EXCHANGE"
+FUSED_EXCHANGES = ("pull", "push")
 OUTPUT_LIMIT_BYTES = 1 << 20  # keep the last 1 MiB of each stream
 TIMEOUT_EXIT_CODE = 124  # as coreutils `timeout`
 _RUNNING: dict[int, Callable[[], None]] = {}  # token -> how to stop one job an engine runs now (kill_running_jobs)
@@ -98,6 +102,18 @@ def fused_kernel_tool(environ: Mapping[str, str] | None = None) -> str:
     """
     return _env_choice(environ, FUSED_KERNEL_ENV, FUSED_KERNEL_TOOLS, "kernel tool",
                        "triton = bundle/fused_kernels.py, cuda = bundle/fused_cuda.cu through CuPy")
+
+
+def fused_exchange(environ: Mapping[str, str] | None = None) -> str:
+    """The CUDA kernel tool's exchange the host asks for: ``$REV88_FUSED_EXCHANGE`` (:data:`FUSED_EXCHANGE_ENV`)
+    when set and not blank, else ``"pull"``. Torch-free, like :func:`fused_train_programs`; only the CUDA
+    kernel tool reads it (:class:`bundle.fused_cuda.CudaFusedTask` refuses ``"push"`` where it cannot run).
+
+    Raises:
+        BundleError: set to anything but one of :data:`FUSED_EXCHANGES`.
+    """
+    return _env_choice(environ, FUSED_EXCHANGE_ENV, FUSED_EXCHANGES, "split-update exchange",
+                       "pull = read after cluster barriers, push = bulk copies with transaction barriers")
 
 
 def fused_product_precision(environ: Mapping[str, str] | None = None) -> str:

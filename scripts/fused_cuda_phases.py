@@ -4,7 +4,7 @@ SM cycles, per phase, at several launch shapes on one GPU.
     OUT=$OUT PYTHONPATH=. python3 scripts/fused_cuda_phases.py [G:warps[:cluster[:NAME=V,...]] ...]
 
 (cluster 0 or 1, empty for the host's default; SPLIT=0 or SPLIT=1 among the NAME=V sets the task's
-``split`` instead of a -D option; SRC=path builds that shape from another kernel source, e.g. an earlier
+``split`` instead of a -D option, EXCHANGE=pull or EXCHANGE=push its ``exchange``; SRC=path builds that shape from another kernel source, e.g. an earlier
 revision written out with ``git show REV:bundle/fused_cuda.cu``, so that two revisions are compared on
 one board in one call; the shape's record then names that file's sha256.)
 
@@ -34,7 +34,7 @@ MARKS = ("fwd W0", "fwd W1", "fwd W2", "fwd W3", "logits+loss", "head+upstream",
 
 
 def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, Path | None, tuple[str, ...]]:
-    """``G:warps[:cluster[:NAME=V,...]]`` as (ctas, warps, cluster, split, source, -D options).
+    """``G:warps[:cluster[:NAME=V,...]]`` as (ctas, warps, cluster, split, exchange, source, -D options).
 
     Raises:
         ValueError: with the one line to print: not that form, or SRC names no file, or a source whose
@@ -52,12 +52,15 @@ def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, Path | 
         cluster = bool(int(fields[2])) if len(fields) > 2 and fields[2] != "" else None
         names = [d for d in fields[3].split(",") if d] if len(fields) > 3 else []
         split = next((bool(int(d.split("=", 1)[1])) for d in names if d.startswith("SPLIT=")), None)
+        exchange = next((d.split("=", 1)[1] for d in names if d.startswith("EXCHANGE=")), None)
+        if exchange not in (None, *fused_cuda.EXCHANGES):
+            raise ValueError
     except ValueError:
         raise ValueError(f"shape {shape!r} is not G:warps[:cluster[:NAME=V,...]] (e.g. 8:12 or 4:12::SRC=old.cu)") from None
     if any("=" not in d for d in names):
         raise ValueError(f"shape {shape!r}: every -D item is NAME=V")
     source = next((Path(d.split("=", 1)[1]) for d in names if d.startswith("SRC=")), None)
-    defines = tuple(f"-D{d}" for d in names if not d.startswith(("SPLIT=", "SRC=")))
+    defines = tuple(f"-D{d}" for d in names if not d.startswith(("SPLIT=", "SRC=", "EXCHANGE=")))
     if source is not None:
         if not source.is_file():
             raise ValueError(f"shape {shape!r}: SRC={source} is no file")
@@ -72,7 +75,9 @@ def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, Path | 
             if theirs != ours:
                 raise ValueError(f"shape {shape!r}: SRC={source} ({sha[:8]}…) lays out {theirs} shared bytes per "
                                  f"block where the host allocates {ours}; compare it at its own revision")
-    return ctas, warps, cluster, split, source, defines
+        if exchange == "push" and cuda_train_shared_bytes(sha, rows, True, True) is None:
+            raise ValueError(f"shape {shape!r}: SRC={source} ({sha[:8]}…) has no pushed exchange; drop EXCHANGE=push")
+    return ctas, warps, cluster, split, exchange, source, defines
 
 
 def measure(shape: str) -> dict:
@@ -84,7 +89,7 @@ def measure(shape: str) -> dict:
     from bundle.data import load_draw  # noqa: PLC0415
     from bundle.fused_cuda import CudaFusedTask, kernel_source_sha256  # noqa: PLC0415
 
-    ctas, warps, cluster, split, source, defines = parse_shape(shape)
+    ctas, warps, cluster, split, exchange, source, defines = parse_shape(shape)
     if source is not None:
         fused_cuda.KERNEL_SOURCE = source   # read by the build and by kernel_source_sha256(); restored by main()
 
@@ -92,7 +97,7 @@ def measure(shape: str) -> dict:
         extra_defines = ("-DREV88_PHASE_CLOCK=1", *defines)
 
     task = PhaseTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, warps=warps, cluster=cluster,
-                     split=split)
+                     split=split, exchange=exchange)
     for _ in range(2):
         task.run()
     torch.cuda.synchronize()
@@ -116,6 +121,7 @@ def measure(shape: str) -> dict:
     pred, meta = task.outputs()
     per_step_block0 = float(cycles[0, 0].sum())
     return {"shape": shape, "ctas": ctas, "warps": warps, "cluster": task.cluster, "split": task.split,
+            "exchange": task.exchange,
             "kernel_source_sha256": kernel_source_sha256(), "steps": task.steps,
             "train_ms": train_ms, "predict_ms": predict_ms,
             "cycles_per_step_thread0": cycles[:, 0].tolist(), "cycles_per_step_warp4": cycles[:, 1].tolist(),

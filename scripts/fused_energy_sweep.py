@@ -9,7 +9,8 @@ Run from the repository root on a GPU host::
 Arms: the frozen ``rev88`` at ``:16:8`` (the baseline of every ratio), then ``rev88-fused`` at
 ``:16:8`` with ``REV88_FUSED_CTAS=G`` for each G (the fixture's own launch defaults for that G:
 warps, product slices), and ``REV88_FUSED_PRECISION`` where an arm names a product precision, or
-``REV88_FUSED_KERNEL=cuda`` where it names the CUDA kernel tool. Every trial is one fresh fixture process (``bundle.fixture --energy
+``REV88_FUSED_KERNEL=cuda`` where it names the CUDA kernel tool (``G:push``: that tool with
+``REV88_FUSED_EXCHANGE=push``). Every trial is one fresh fixture process (``bundle.fixture --energy
 trial``), with the settings of the energy phase's ``learners`` design (settle, idle window, active
 window, settle, idle window; stamps aligned to counter updates), run one after another in rotating
 order (round r starts at arm r mod n). Figures come from the raw stamps through
@@ -42,6 +43,7 @@ from bundle import energy as en  # noqa: E402
 from bundle.errors import BundleError  # noqa: E402
 from bundle.jobs import (  # noqa: E402
     FUSED_CTAS_ENV,
+    FUSED_EXCHANGE_ENV,
     FUSED_KERNEL_ENV,
     FUSED_PRECISION_ENV,
     FUSED_PRECISIONS,
@@ -57,7 +59,8 @@ SETTINGS = {"settle_seconds": 2.0, "idle_seconds": 3.0, "active_seconds": 10.0, 
 def _arms(ctas: list[tuple[int, str | None]]) -> list[dict]:
     arms = [{"label": "rev88 :16:8", "learner": "rev88", "ctas": None, "precision": None, "tool": None}]
     arms += [{"label": f"rev88-fused G={g}" + (f" {p}" if p else ""), "learner": "rev88-fused", "ctas": g,
-              "precision": None if p == "cuda" else p, "tool": "cuda" if p == "cuda" else None} for g, p in ctas]
+              "precision": None if p in ("cuda", "push") else p, "tool": "cuda" if p in ("cuda", "push") else None,
+              "exchange": "push" if p == "push" else None} for g, p in ctas]
     return arms
 
 
@@ -71,7 +74,10 @@ def _trial(engine, work: Path, npz: Path, cfg: Path, arm: dict, round_index: int
         extra += ("--learner", arm["learner"])
     spec = fixture_job(f"sweep/{stem}", engine=engine, npz=npz, config=cfg, output=output, workspace=WORKSPACE,
                        repeats=1, extra_args=extra)
-    env = {k: v for k, v in spec.env.items() if k not in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV)}
+    env = {k: v for k, v in spec.env.items()
+           if k not in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV, FUSED_EXCHANGE_ENV)}
+    if arm.get("exchange"):
+        env[FUSED_EXCHANGE_ENV] = arm["exchange"]
     if arm["ctas"] is not None:
         env[FUSED_CTAS_ENV] = str(arm["ctas"])
     if arm.get("precision"):
@@ -87,7 +93,7 @@ def _trial(engine, work: Path, npz: Path, cfg: Path, arm: dict, round_index: int
             "predictions_sha256": (record.get("metadata") or {}).get("predictions_sha256"),
             "peak_allocated_bytes": (record.get("memory") or {}).get("prepare_and_invoke_peak_allocated_bytes"),
             "launch": {k: learner.get(k) for k in ("train_programs", "train_num_warps", "kernel_source_sha256",
-                                                    "triton_version", "product_precision", "kernel_tool",
+                                                    "triton_version", "product_precision", "kernel_tool", "exchange",
                                                     "split_update")},
             "product_slices": ((record.get("metadata") or {}).get("learner") or {}).get("product_slices")}
 
@@ -120,10 +126,11 @@ def _counts(text: str) -> list[tuple[int, str | None]]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of G or G:precision") from None
     if not values or min(g for g, _ in values) < 1 or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"{text!r}: every G must be >= 1 and each arm named once")
-    bad = [p for _, p in values if p is not None and p not in (*FUSED_PRECISIONS, "cuda")]
+    bad = [p for _, p in values if p is not None and p not in (*FUSED_PRECISIONS, "cuda", "push")]
     if bad:
         raise argparse.ArgumentTypeError(f"{text!r}: {bad[0]!r} is neither a precision "
-                                         f"({', '.join(FUSED_PRECISIONS)}) nor the kernel tool cuda")
+                                         f"({', '.join(FUSED_PRECISIONS)}) nor the kernel tool cuda (push: cuda with "
+                                         "the pushed exchange)")
     return values
 
 
@@ -131,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="K rounds (>= 2)")
     parser.add_argument("--ctas", type=_counts, default=_counts("1,2,4,8"),
-                        help="comma-separated arms: G (training programs), G:precision (ieee, tf32x3) or G:cuda")
+                        help="comma-separated arms: G (training programs), G:precision (ieee, tf32x3), G:cuda or "
+                             "G:push (cuda, exchange push)")
     parser.add_argument("--deadline", type=float, default=560.0, help="seconds after which no trial starts")
     args = parser.parse_args(argv)
     if args.rounds < 2:

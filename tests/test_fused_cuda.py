@@ -24,7 +24,13 @@ import torch
 from bundle import fused_cuda
 from bundle.data import load_draw
 from bundle.errors import BundleError
-from bundle.jobs import FUSED_KERNEL_ENV, SubprocessEngine, fused_kernel_tool
+from bundle.jobs import (
+    FUSED_EXCHANGE_ENV,
+    FUSED_KERNEL_ENV,
+    SubprocessEngine,
+    fused_exchange,
+    fused_kernel_tool,
+)
 from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
 from bundle.phases.fixture_runner import check_resumed_launch, engine_env
 from tests.conftest import REPO_ROOT
@@ -113,7 +119,8 @@ def test_shared_memory_problem_says_what_helps(rows, limit, want) -> None:
 
 @pytest.mark.parametrize(("kwargs", "word"), [({"split": "yes"}, "split"), ({"split": 1}, "split"),
                                               ({"warps": 4}, "warps"), ({"warps": 17}, "warps"),
-                                              ({"warps": True}, "warps"), ({"cluster": 1}, "cluster")])
+                                              ({"warps": True}, "warps"), ({"cluster": 1}, "cluster"),
+                                              ({"exchange": "fast"}, "exchange"), ({"exchange": True}, "exchange")])
 def test_bad_split_or_warps_is_one_line_before_any_gpu_work(kwargs, word) -> None:
     inputs = load_draw(0).learner_inputs()
     with pytest.raises(BundleError) as info:
@@ -163,12 +170,14 @@ ARCHIVED_SOURCE = ("0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
-@pytest.mark.parametrize(("arch", "ctas", "split", "cluster"), [("sm_90", 2, 0, 1), ("sm_90", 4, 1, 1),
-                                                                ("sm_90", 8, 1, 1), ("sm_90", 16, 1, 0),
+@pytest.mark.parametrize(("arch", "ctas", "split", "cluster"), [("sm_90", 2, 0, 1), ("sm_90", 3, 1, 1),
+                                                                ("sm_90", 8, 0, 1), ("sm_90", 16, 1, 0),
                                                                 ("sm_80", 2, 0, 0)])
 def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, arch, ctas, split, cluster) -> None:
-    """``bundle/fused_cuda.cu`` since 0ac8be88… changed comments only: nvcc gives byte-identical cubins, so
-    evidence/h200-fused-cuda-20261204e (made with 0ac8be88…) measured the code the current source builds."""
+    """Outside the pushed exchange (the split cluster update at G >= 4, ``fused_cuda.pushed_exchange``),
+    ``bundle/fused_cuda.cu`` since 0ac8be88… changed nothing nvcc compiles: byte-identical cubins, so
+    evidence/h200-fused-cuda-20261204e (made with 0ac8be88…, G = 2) measured the code the current source
+    builds at G = 2."""
     sha, commit = ARCHIVED_SOURCE
     proc = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{commit}:bundle/fused_cuda.cu"], capture_output=True)
     assert proc.returncode == 0, f"git show {commit}: {proc.stderr.decode()[-300:]} (the tests need the git history)"
@@ -209,22 +218,62 @@ def test_the_phases_forward_the_kernel_tool(monkeypatch) -> None:
         engine_env(SubprocessEngine())
 
 
-@pytest.mark.parametrize(("recorded", "env", "refused"), [(None, None, False), (None, "cuda", True),
-                                                          ("cuda", None, True), ("cuda", "cuda", False),
-                                                          ("triton", "triton", False)])
-def test_a_resume_refuses_kept_records_of_another_tool(monkeypatch, recorded, env, refused) -> None:
-    block = {"name": "rev88-fused", "train_programs": 1, **({} if recorded is None else {"kernel_tool": recorded})}
-    monkeypatch.delenv("REV88_FUSED_CTAS", raising=False)
-    monkeypatch.delenv("REV88_FUSED_PRECISION", raising=False)
-    if env is None:
-        monkeypatch.delenv(FUSED_KERNEL_ENV, raising=False)
-    else:
-        monkeypatch.setenv(FUSED_KERNEL_ENV, env)
+@pytest.mark.parametrize(("raw", "want"), [(None, "pull"), (" ", "pull"), ("push", "push"), (" pull ", "pull")])
+def test_the_exchange_variable_or_the_default(raw, want) -> None:
+    assert fused_exchange({} if raw is None else {FUSED_EXCHANGE_ENV: raw}) == want
+
+
+@pytest.mark.parametrize("raw", ["PUSH", "bulk", "push,pull"])
+def test_a_bad_exchange_is_one_line_and_the_phases_forward_a_good_one(monkeypatch, raw) -> None:
+    with pytest.raises(BundleError) as info:
+        fused_exchange({FUSED_EXCHANGE_ENV: raw})
+    assert FUSED_EXCHANGE_ENV in str(info.value) and repr(raw) in str(info.value) and "\n" not in str(info.value)
+    monkeypatch.setenv(FUSED_EXCHANGE_ENV, raw)
+    with pytest.raises(BundleError, match=FUSED_EXCHANGE_ENV):
+        engine_env(SubprocessEngine())
+    monkeypatch.setenv(FUSED_EXCHANGE_ENV, "push")
+    assert engine_env(SubprocessEngine())[FUSED_EXCHANGE_ENV] == "push"
+
+
+#: (record key, its variable, the rest of the kept block, the other variables the host sets, recorded, asked, refused)
+_RESUMES = [("kernel_tool", FUSED_KERNEL_ENV, {"train_programs": 1}, {}, *case)
+            for case in ((None, None, False), (None, "cuda", True), ("cuda", None, True), ("cuda", "cuda", False),
+                         ("triton", "triton", False))]
+_RESUMES += [("exchange", FUSED_EXCHANGE_ENV, {"train_programs": 8, "kernel_tool": "cuda"},
+              {"REV88_FUSED_CTAS": "8", FUSED_KERNEL_ENV: "cuda"}, *case)
+             for case in ((None, None, False), (None, "push", True), ("push", None, True), ("push", "push", False),
+                          ("pull", None, False))]
+
+
+@pytest.mark.parametrize(("key", "variable", "block", "host", "recorded", "env", "refused"), _RESUMES)
+def test_a_resume_refuses_kept_records_of_another_tool_or_exchange(monkeypatch, key, variable, block, host, recorded,
+                                                                  env, refused) -> None:
+    block = {"name": "rev88-fused", **block, **({} if recorded is None else {key: recorded})}
+    for name in ("REV88_FUSED_CTAS", "REV88_FUSED_PRECISION", FUSED_KERNEL_ENV, FUSED_EXCHANGE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {**host, **({} if env is None else {variable: env})}.items():
+        monkeypatch.setenv(name, value)
     if refused:
-        with pytest.raises(BundleError, match=f"resume with {FUSED_KERNEL_ENV}="):
+        with pytest.raises(BundleError, match=f"resume with {variable}="):
             check_resumed_launch(block, "kept record")
     else:
         check_resumed_launch(block, "kept record")
+
+
+def test_the_fixture_refuses_the_pushed_exchange_with_triton(tmp_path) -> None:
+    """REV88_FUSED_EXCHANGE=push is the CUDA tool's: with the Triton tool (here its interpreter on the CPU) the
+    fixture stops with one line before any work, and no draw record."""
+    out = tmp_path / "run"
+    env = {**os.environ, FUSED_EXCHANGE_ENV: "push", "PYTHONPATH": str(REPO_ROOT)}
+    for name in ("REV88_FUSED_PRECISION", FUSED_KERNEL_ENV, "REV88_FUSED_CTAS"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
+                           "--jobs", "1", "--draws", "0", "--out", str(out)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert FUSED_EXCHANGE_ENV in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
+    assert not list(out.rglob("draw-*.json.gz"))
 
 
 def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
@@ -243,15 +292,17 @@ def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("ctas", "split", "cluster"), [(16, True, None), (4, False, None), (4, True, None),
-                                                         (2, False, False)])
-def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster) -> None:
+@pytest.mark.parametrize(("ctas", "split", "cluster", "exchange"), [
+    (16, True, None, None), (4, False, None, None), (4, True, None, None), (2, False, False, None),
+    (8, True, True, "push")])
+def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster, exchange) -> None:
     """On a GPU with CuPy: every draw's predictions equal the frozen ones, the barrier counter adds up and a
-    second invocation repeats the state bits."""
+    second invocation repeats the state bits (with the pushed exchange too: its transaction barriers start
+    every invocation afresh)."""
     pytest.importorskip("cupy")
     for draw in range(11):
         task = fused_cuda.CudaFusedTask(**load_draw(draw).learner_inputs(), device="cuda", ctas=ctas, split=split,
-                                        cluster=cluster)
+                                        cluster=cluster, exchange=exchange)
         task.run()
         pred, meta = task.outputs()
         assert int((pred != _frozen_predictions(draw)).sum()) == 0, draw
@@ -264,17 +315,31 @@ def test_gpu_all_draws_equal_frozen_predictions(ctas, split, cluster) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("ctas", [3, 8])
-def test_gpu_cluster_split_update_gives_the_unsplit_bits(ctas) -> None:
-    """On an sm_90 GPU with CuPy: with the blocks one cluster, the split update (two cluster barriers per step)
-    ends draw 0 in the same state vector as the unsplit one, and its barrier counter adds up."""
+@pytest.mark.parametrize(("ctas", "exchanges"), [(3, ("pull",)), (8, ("pull", "push")), (4, ("push",)),
+                                               (5, ("push",))])
+def test_gpu_cluster_split_update_gives_the_unsplit_bits(ctas, exchanges) -> None:
+    """On an sm_90 GPU with CuPy: with the blocks one cluster, the split update (two cluster barriers per step,
+    or with the pushed exchange bulk copies and transaction barriers) ends draw 0 in the same state vector as
+    the unsplit one, and its barrier counter adds up (two arrivals per block and step)."""
     pytest.importorskip("cupy")
     hashes = {}
-    for split in (False, True):
+    for split, exchange in ((False, "pull"), *((True, e) for e in exchanges)):
         task = fused_cuda.CudaFusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, split=split,
-                                        cluster=True)
+                                        cluster=True, exchange=exchange)
         task.run()
         _, meta = task.outputs()
         assert meta["learner"]["split_update"] is split and meta["learner"]["cluster_update"] is True
-        hashes[split] = meta["state_vector_sha256"]
-    assert hashes[True] == hashes[False]
+        assert meta["learner"]["exchange"] == exchange
+        hashes[(split, exchange)] = meta["state_vector_sha256"]
+    assert len(set(hashes.values())) == 1, hashes
+
+
+@pytest.mark.gpu
+def test_gpu_the_pushed_exchange_is_one_line_where_it_cannot_run() -> None:
+    """exchange push at G = 2 (no split) or G = 3 (43 rows per block): one line before any kernel is built."""
+    pytest.importorskip("cupy")
+    for ctas in (2, 3):
+        with pytest.raises(BundleError) as info:
+            fused_cuda.CudaFusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, split=True,
+                                     cluster=True, exchange="push")
+        assert "exchange 'push' needs" in str(info.value) and "\n" not in str(info.value)

@@ -2,11 +2,12 @@
 tests/fused_cuda_cpu/shim.h (one OS thread per CUDA thread, a pthread barrier per block) and run by
 tests/fused_cuda_cpu/harness.cpp.
 
-Eight lines of the kernel are swapped for CPU stand-ins (the PTX acquire load of the grid barrier, the
-PTX read of the thread index that keeps the update's positions from being hoisted, the two
-``extern __shared__`` declarations, and the cluster's PTX: the two halves of its barrier (split on the
-CPU too, with some threads sleeping after they arrive), ``mapa`` (another block's copy of a shared
-address, as a shared::cluster address: the rank in the top bits) and the 16-byte read there); every other line is the file the GPU runs, its operations
+The kernel's PTX lines are swapped for CPU stand-ins (:data:`SWAPS`: the acquire load of the grid barrier,
+the read of the thread index that keeps the update's positions from being hoisted, the two
+``extern __shared__`` declarations, the cluster's barrier halves (split on the CPU too, with some threads
+sleeping after they arrive) and fences, ``mapa`` (another block's copy of a shared address, as a
+shared::cluster address: the rank in the top bits) and the 16-byte read there, and the pushed exchange's
+transaction barriers, proxy fences and bulk copies (shim.h)); every other line is the file the GPU runs, its operations
 and their order included (g++ does not contract a * b + c into one FMA where NVRTC does, so the bits
 are not the GPU's: hence the tolerances). Unused shared and global memory starts as NaN, so a read of
 something never written shows up. Checks: against the numpy reference of the schedule
@@ -50,7 +51,18 @@ SWAPS = (('asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p)
          ('asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));',
           "r = emu_cluster_addr(a, rank);", 1),
          ('asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), '
-          '"=f"(v[3]) : "r"(addr) : "memory");', "emu_cluster_load4(addr, v);", 1))
+          '"=f"(v[3]) : "r"(addr) : "memory");', "emu_cluster_load4(addr, v);", 1),
+         # the pushed exchange's transaction barriers, proxy fences and bulk copies (sources after 8feb27d9…)
+         ('asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" : : "r"(bar) : "memory");', "emu_mbar_init(bar);",
+          (0, 1)),
+         ('asm volatile("fence.mbarrier_init.release.cluster;" : : : "memory");', SEQ_CST_FENCE, (0, 1)),
+         ('asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" : : "r"(bar), "r"(bytes) : '
+          '"memory");', "emu_mbar_expect(bar, bytes);", (0, 1)),
+         ('asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; '
+          '}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");', "done = emu_mbar_done(bar, parity);", (0, 1)),
+         ('asm volatile("fence.proxy.async.shared::cta;" : : : "memory");', SEQ_CST_FENCE, (0, 1)),
+         ('asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" '
+          ': : "r"(dst), "r"(src), "r"(bytes), "r"(bar) : "memory");', "emu_bulk_copy(dst, src, bytes, bar);", (0, 1)))
 
 RELEASE_FENCE = 'asm volatile("fence.release.sync_restrict::shared::cta.cluster;" : : : "memory");'
 #: the cluster arrive's forms: a source has exactly one of them, once (the first or the last)
@@ -80,9 +92,9 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (
 
 
 def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
-           cluster: bool | None = None) -> tuple[Path, int]:
-    """The harness with the kernel at this launch shape (cluster: None, as on an sm_90 GPU) and the
-    training block's shared bytes."""
+           cluster: bool | None = None, push: bool = False) -> tuple[Path, int]:
+    """The harness with the kernel at this launch shape (cluster: None, as on an sm_90 GPU; push: the pushed
+    exchange, fused_cuda.cu PUSH) and the training block's shared bytes."""
     cluster = fused_cuda.cluster_possible(ctas, (9, 0)) if cluster is None else cluster
     text = swap_in_stand_ins(fused_cuda.KERNEL_SOURCE.read_text())
     (tmp / "kernel.inc").write_text(text)
@@ -90,10 +102,10 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
     rows = triton_cdiv(FROZEN_CONFIG["batch_size"], ctas)
     proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNW={warps}",
                            f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DCLUSTER={int(cluster)}",
-                           f"-DQB={fused_cuda.PREDICT_ROWS}",
+                           f"-DQB={fused_cuda.PREDICT_ROWS}", f"-DPUSH={int(push)}",
                            str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return exe, fused_cuda.train_shared_bytes(rows, cluster)
+    return exe, fused_cuda.train_shared_bytes(rows, cluster, push)
 
 
 def _run(build: tuple[Path, int], tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int):
@@ -171,22 +183,35 @@ def test_kernel_source_gives_the_frozen_predictions_of_draw_0(tmp_path) -> None:
     assert int((out["predictions"] != frozen).sum()) == 0
 
 
-@pytest.mark.parametrize("ctas", [2, 4, 8])
-def test_the_cluster_split_update_gives_the_bits_of_the_unsplit_one(tmp_path, ctas) -> None:
-    """The split update inside the cluster (each block sums and updates a slice, the others gather it) does
-    the unsplit update's operations on the same values (at G = 8 with 16-row arrays and the gather rotated by
-    block), so on 300 rows of draw 0 (one epoch) its final
-    parameters, velocities, scores and predictions are bit-equal to the unsplit cluster's at the same G;
-    its barrier counter gets two arrivals per block and step."""
+@pytest.mark.parametrize(("ctas", "push"), [(2, False), (4, False), (8, False), (4, True), (5, True), (8, True)])
+def test_the_cluster_split_update_gives_the_bits_of_the_unsplit_one(tmp_path, ctas, push) -> None:
+    """The split update inside the cluster (each block sums and updates a slice, the others gather it; with
+    ``push`` the slices' partials and new parameters go by bulk copies and transaction barriers, in padded
+    regions, the slices of uneven size at G = 5) does the unsplit update's operations on the same values (at
+    G = 8 with 16-row arrays and the gather rotated by block), so on 300 rows of draw 0 (one epoch, the last
+    batch short, so that some blocks have no rows) its final parameters, velocities, scores and predictions
+    are bit-equal to the unsplit cluster's at the same G; its barrier counter gets two arrivals per block
+    and step."""
     raw, labels, query, orders, initial = _short_run()
     outs = {}
     for split in (False, True):
         tmp = tmp_path / f"split{int(split)}"
         tmp.mkdir()
-        outs[split] = _run(_build(tmp, ctas, split, cluster=True), tmp, raw, labels, orders, initial, query, ctas, 1)
+        outs[split] = _run(_build(tmp, ctas, split, cluster=True, push=push and split), tmp, raw, labels, orders,
+                           initial, query, ctas, 1)
     assert outs[False][1] == 3 * ctas and outs[True][1] == 6 * ctas
     for name in ("params", "velocity", "scores", "predictions"):
         assert outs[True][0][name].tobytes() == outs[False][0][name].tobytes(), name
+
+
+def test_the_pushed_exchange_is_refused_where_it_cannot_run(tmp_path) -> None:
+    """fused_cuda.cu refuses PUSH without the split cluster update or with blocks of more than 32 rows (G = 3),
+    at compile time, as bundle.fused_cuda.push_possible says."""
+    assert not fused_cuda.push_possible(43, True, True) and not fused_cuda.push_possible(16, True, False)
+    assert fused_cuda.push_possible(32, True, True) and fused_cuda.push_possible(16, True, True)
+    for ctas, split in ((3, True), (8, False)):
+        with pytest.raises(AssertionError, match="PUSH needs the split cluster update"):
+            _build(tmp_path, ctas, split, cluster=True, push=True)
 
 
 def test_a_relaxed_cluster_arrive_without_its_release_fence_is_refused() -> None:

@@ -15,7 +15,8 @@ from tests.conftest import REPO_ROOT
 
 @pytest.mark.parametrize(("args", "rc", "word"), [
     (["HEAD", "1,2"], 2, "G,split,cluster"), (["HEAD", "abc"], 2, "G,split,cluster"),
-    (["HEAD", "0,0,0"], 2, "at least 1"), (["HEAD", "9,1,1"], 2, "2 to 8 blocks"), (["HEAD", "4,2,0"], 2, "0 or 1"),
+    (["HEAD", "0,0,0"], 2, "at least 1"), (["HEAD", "2,0,1,1"], 2, "push needs"), (["HEAD", "3,1,1,1"], 2, "push needs"),
+    (["HEAD", "8,1,1,2"], 2, "0 or 1"), (["HEAD", "8,1,1,1,1"], 2, "G,split,cluster"), (["HEAD", "9,1,1"], 2, "2 to 8 blocks"), (["HEAD", "4,2,0"], 2, "0 or 1"),
     (["no-such-revision", "8,1,1"], 1, "git show"), ([], 2, "usage")])
 def test_bad_input_is_one_line(args, rc, word) -> None:
     proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "kernel_source_bits.py"), *args],

@@ -532,7 +532,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               f"predictions are bit-equal to the frozen ones, {count(correct)} correct in all.", ""]
     shape = {key: next(iter(_values(ctx.rep, f"energy.learners.{key}").values()), NOT_VERIFIED)
              for key in ("train_programs", "train_num_warps", "triton_version", "kernel_source_sha256", "kernel_tool",
-                         "cupy", "split_update", "cluster_update", "train_threads", "rows_per_program")}
+                         "cupy", "split_update", "cluster_update", "train_threads", "rows_per_program", "exchange")}
     if shape["kernel_tool"] == "cuda":
         cupy = shape["cupy"] if isinstance(shape["cupy"], dict) else {}
         lines += [f"rev88-fused's kernel tool and launch shape, one across every record of the archive: CUDA C++ "
@@ -558,6 +558,10 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
 
 def _cuda_update_text(shape: dict) -> str:
     """How the CUDA tool's blocks combined their partial gradients, from the launch fields."""
+    if shape.get("split_update") is True and shape.get("cluster_update") is True and shape.get("exchange") == "push":
+        return ("the blocks one thread-block cluster, each block updating one slice of the state; the partials and "
+                "the new slices moved by bulk copies into the blocks' shared memory as each phase ends, counted by "
+                "transaction barriers (no cluster barrier per step)")
     if shape.get("split_update") is True and shape.get("cluster_update") is True:
         return ("the blocks one thread-block cluster, each block updating one slice of the state from the partials "
                 "in the blocks' shared memory and every block gathering the slices (two hardware cluster barriers "

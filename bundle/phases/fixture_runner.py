@@ -26,10 +26,12 @@ from bundle import archive
 from bundle.errors import BundleError
 from bundle.jobs import (
     FUSED_CTAS_ENV,
+    FUSED_EXCHANGE_ENV,
     FUSED_KERNEL_ENV,
     FUSED_PRECISION_ENV,
     Engine,
     JobSpec,
+    fused_exchange,
     fused_kernel_tool,
     fused_product_precision,
     fused_train_programs,
@@ -115,19 +117,22 @@ def write_fixture_inputs(folder: Path, inputs: Mapping[str, np.ndarray], config:
 
 def engine_env(engine: Engine) -> dict[str, str]:
     """Environment a fixture job gets to describe its engine (``REV88_ENGINE``, ``REV88_IMAGE_REFERENCE``),
-    plus the host's ``REV88_FUSED_CTAS``, ``REV88_FUSED_PRECISION`` and ``REV88_FUSED_KERNEL`` when set
-    (the rev88-fused training programs, product precision and kernel tool; every engine passes them,
+    plus the host's ``REV88_FUSED_CTAS``, ``REV88_FUSED_PRECISION``, ``REV88_FUSED_KERNEL`` and
+    ``REV88_FUSED_EXCHANGE`` when set (the rev88-fused training programs, product precision, kernel tool and
+    the CUDA tool's split-update exchange; every engine passes them,
     the Docker one included).
 
     Raises:
         BundleError: one is set but malformed (:func:`bundle.jobs.fused_train_programs`,
-            :func:`bundle.jobs.fused_product_precision`, :func:`bundle.jobs.fused_kernel_tool`).
+            :func:`bundle.jobs.fused_product_precision`, :func:`bundle.jobs.fused_kernel_tool`,
+            :func:`bundle.jobs.fused_exchange`).
     """
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
     fused_train_programs()   # a bad value is refused here, before the phase's first job starts
     fused_product_precision()
     fused_kernel_tool()
-    for name in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV):
+    fused_exchange()
+    for name in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV, FUSED_EXCHANGE_ENV):
         if os.environ.get(name, "").strip():
             env[name] = os.environ[name]
     image = getattr(engine, "image_reference", None)
@@ -138,7 +143,8 @@ def engine_env(engine: Engine) -> dict[str, str]:
 
 def check_resumed_launch(block: Any, where: str) -> None:
     """Refuse to resume with a kept ``rev88-fused`` record made at another training-program count,
-    product precision (absent in records made before it was recorded: ``"ieee"``) or kernel tool
+    product precision (absent in records made before it was recorded: ``"ieee"``), exchange (absent:
+    ``"pull"``; Triton records have none) or kernel tool
     (absent before it was recorded: ``"triton"``).
 
     *block* is the record's ``learner`` block (None or a ``rev88`` block: nothing to check); its
@@ -158,7 +164,8 @@ def check_resumed_launch(block: Any, where: str) -> None:
         raise BundleError(f"{where} was made with {got} rev88-fused training programs, but {FUSED_CTAS_ENV} asks for "
                           f"{want} now: resume with {FUSED_CTAS_ENV}={got}, or start the phase over with --force")
     for key, env, want, absent in (("product_precision", FUSED_PRECISION_ENV, fused_product_precision(), "ieee"),
-                                   ("kernel_tool", FUSED_KERNEL_ENV, fused_kernel_tool(), "triton")):
+                                   ("kernel_tool", FUSED_KERNEL_ENV, fused_kernel_tool(), "triton"),
+                                   ("exchange", FUSED_EXCHANGE_ENV, fused_exchange(), "pull")):
         got = block.get(key) or absent
         if got != want:
             raise BundleError(f"{where} was made with rev88-fused {key.replace('_', ' ')} {got}, but {env} asks for "

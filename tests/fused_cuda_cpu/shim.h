@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -50,6 +52,52 @@ static inline float emu_cluster_load(unsigned addr) {
 }
 static inline void emu_cluster_load4(unsigned addr, float (&v)[4]) {
     for (int i = 0; i < 4; ++i) v[i] = emu_cluster_load(addr + 4u * i);
+}
+// Transaction barriers (the pushed exchange): 16 bytes of the block's shared memory hold the completed phases,
+// the pending arrivals, the transaction bytes still expected (negative while bytes run ahead of their
+// expect_tx, as on the GPU) and the arrivals per phase; one lock orders every barrier operation (release and
+// acquire). A bulk copy is a memcpy into the other block's shared memory, then its bytes completed on that
+// block's barrier; it refuses sizes and addresses that are not multiples of 16, as the GPU does.
+struct emu_mbar { int phase, pending, tx, count; };
+static pthread_mutex_t emu_mbar_lock = PTHREAD_MUTEX_INITIALIZER;
+static inline emu_mbar* emu_mbar_at(float4* base, unsigned offset) {
+    return reinterpret_cast<emu_mbar*>(reinterpret_cast<char*>(base) + offset);
+}
+static inline void emu_mbar_settle(emu_mbar* m) {
+    if (m->pending == 0 && m->tx == 0) {
+        ++m->phase;
+        m->pending = m->count;
+    }
+}
+static inline void emu_mbar_init(unsigned bar) {
+    pthread_mutex_lock(&emu_mbar_lock);
+    *emu_mbar_at(emu_shared, bar) = emu_mbar{0, 1, 0, 1};
+    pthread_mutex_unlock(&emu_mbar_lock);
+}
+static inline void emu_mbar_expect(unsigned bar, unsigned bytes) {
+    pthread_mutex_lock(&emu_mbar_lock);
+    emu_mbar* m = emu_mbar_at(emu_shared, bar);
+    m->tx += static_cast<int>(bytes);
+    m->pending -= 1;
+    emu_mbar_settle(m);
+    pthread_mutex_unlock(&emu_mbar_lock);
+}
+static inline unsigned emu_mbar_done(unsigned bar, unsigned parity) {
+    pthread_mutex_lock(&emu_mbar_lock);
+    const unsigned done = (static_cast<unsigned>(emu_mbar_at(emu_shared, bar)->phase) & 1u) != parity;
+    pthread_mutex_unlock(&emu_mbar_lock);
+    if (!done) sched_yield();
+    return done;
+}
+static inline void emu_bulk_copy(unsigned dst, unsigned src, unsigned bytes, unsigned bar) {
+    if (bytes % 16 || (dst & 0xffffffu) % 16 || src % 16 || (bar & 0xffffffu) % 8) std::abort();
+    std::memcpy(reinterpret_cast<char*>(emu_shared_blocks[dst >> 24]) + (dst & 0xffffffu),
+                reinterpret_cast<const char*>(emu_shared) + src, bytes);
+    pthread_mutex_lock(&emu_mbar_lock);
+    emu_mbar* m = emu_mbar_at(emu_shared_blocks[bar >> 24], bar & 0xffffffu);
+    m->tx -= static_cast<int>(bytes);
+    emu_mbar_settle(m);
+    pthread_mutex_unlock(&emu_mbar_lock);
 }
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }

@@ -429,6 +429,11 @@ def test_the_shared_bytes_of_the_listed_layouts() -> None:
     for rows in (8, 16, 17, 32, 43, 64, 128):
         for cluster in (False, True):
             assert cuda_train_shared_bytes(current, rows, cluster) == fused_cuda.train_shared_bytes(rows, cluster)
+    for rows in (16, 19, 22, 26, 32):   # the pushed exchange, G = 8 down to 4
+        assert cuda_train_shared_bytes(current, rows, True, True) == fused_cuda.train_shared_bytes(rows, True, True)
+    assert cuda_train_shared_bytes(current, 16, True, True) == 4 * (16144 + 274 * 20 + 2 * 7568 + 8 * 952 + 24 + 32)
+    assert cuda_train_shared_bytes(current, 32, True, True) == 195392 <= 227 * 1024
+    assert cuda_train_shared_bytes("8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6", 16, True, True) is None
     assert _training_cells(CUDA6_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"
     assert _training_cells(CUDA8_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # ac5da96b, G = 2
     assert _training_cells(CUDA9_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # 0ac8be88, G = 2
@@ -486,3 +491,25 @@ def test_the_split_cluster_update_only_for_a_source_that_has_it(sha, split, publ
                                    {"name": "published", "shape": published, "dtype": "torch.float32"},
                                    {"name": "barrier_count", "shape": [1], "dtype": "torch.int32"}]}
     assert (not _cuda_inventory_problems(block, inventory)) is want_buffers
+
+
+PUSH_SOURCE = "9ff097dca8b56f3ce392c407f012381f324744aa3a6a6f1f70d03e52997fc048"
+
+
+@pytest.mark.parametrize(("edit", "ok"), [
+    ({}, True), ({"exchange": "pull"}, True), ({"exchange": "push"}, True),
+    ({"exchange": "push", "train_programs": 8, "rows_per_program": 16}, True),
+    ({"exchange": "Push"}, False), ({"exchange": None}, False),
+    ({"exchange": "push", "split_update": False}, False), ({"exchange": "push", "cluster_update": False}, False),
+    ({"exchange": "push", "train_programs": 3, "rows_per_program": 43}, False),
+    ({"exchange": "push", "kernel_source_sha256": "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6"},
+     False)])
+def test_the_pushed_exchange_only_where_it_can_run(edit, ok) -> None:
+    """A CUDA record's ``exchange`` (absent before it was recorded) is pull or push, and push only for a source
+    that has it, with the split cluster update and at most 32 rows per block (bundle.fused_cuda.push_possible)."""
+    from verify.checks.run_energy import _cuda_shape_problems  # noqa: PLC0415
+
+    block = {"kernel_tool": "cuda", "kernel_source_sha256": PUSH_SOURCE, "train_programs": 4, "rows_per_program": 32,
+             "train_threads": 384, "split_update": True, "cluster_update": True, "product_precision": "ieee",
+             "triton_version": None, "cupy": {"cupy": "14.2.0", "nvrtc": "13.0"}, **edit}
+    assert (not _cuda_shape_problems(block, {"compute_capability": "9.0"})) is ok

@@ -163,7 +163,7 @@ GRID_ONLY_BUFFERS = ("barrier_count", "state_map")
 #: buffers of the CUDA kernel tool's task (``bundle.fused_cuda.CudaFusedTask.named_tensors``), at every G
 CUDA_BUFFERS = ("barrier_count", "partials", "published")
 LAUNCH_KEYS = ("kernel_tool", "kernel_source_sha256", "triton_version", "cupy", "train_programs", "train_num_warps",
-               "product_precision", "split_update", "cluster_update", "train_threads", "rows_per_program")
+               "product_precision", "split_update", "cluster_update", "train_threads", "rows_per_program", "exchange")
 #: ``tl.dot`` input precisions the fused learner names (bundle.fused_learner.PRODUCT_PRECISIONS)
 PRODUCT_PRECISIONS = ("ieee", "tf32x3")
 #: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
@@ -239,7 +239,15 @@ CUDA_KERNEL_SOURCES = {
     "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
     "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": _CLUSTER_KERNEL_16,
     "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6": _CLUSTER_KERNEL_16,
+    "9ff097dca8b56f3ce392c407f012381f324744aa3a6a6f1f70d03e52997fc048": {
+        **_CLUSTER_KERNEL_16, "push": True,
+        "layout": _CLUSTER_KERNEL_16["layout"] + "; with exchange push (the split cluster update, blocks of up to 32 "
+                  "rows) the partials and new parameters in padded regions, moved by bulk copies and counted by "
+                  "transaction barriers"},
 }
+#: exchanges of the split cluster update a CUDA record may name (bundle.fused_cuda.EXCHANGES; absent before
+#: it was recorded: "pull")
+EXCHANGES = ("pull", "push")
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
 #: any other source: whole warps, at most CUDA's 1,024 threads per block
@@ -251,18 +259,26 @@ LAUNCH_CELLS = ("launch__grid_size", "launch__block_size", "launch__cluster_size
                 "launch__shared_mem_per_block_dynamic")
 
 
-def cuda_train_shared_bytes(sha: object, rows: int, cluster: bool) -> int | None:
+def cuda_train_shared_bytes(sha: object, rows: int, cluster: bool, push: bool = False) -> int | None:
     """Dynamic shared memory of one ``rev88_train`` block (bytes) as kernel source ``sha`` lays it out
     (``bundle.fused_cuda.train_shared_bytes`` for the current source), or None for a source whose layout
-    :data:`CUDA_KERNEL_SOURCES` does not give: 16,144 parameter floats (both copies, weight rows of 44),
-    6 activation arrays of 44 feature rows and the logits' 10 at a stride of the rows rounded up to 32
-    (16 for blocks of up to 16 rows where the source has 16-row arrays) plus 4, with the cluster two
-    partial buffers, then the rows' indices and labels."""
-    layout = (CUDA_KERNEL_SOURCES.get(sha) or {}).get("shared") if isinstance(sha, str) else None
-    if layout is None:
+    :data:`CUDA_KERNEL_SOURCES` does not give, or ``push`` for a source without the pushed exchange: 16,144
+    parameter floats (both copies, weight rows of 44), 6 activation arrays of 44 feature rows and the
+    logits' 10 at a stride of the rows rounded up to 32 (16 for blocks of up to 16 rows where the source has
+    16-row arrays) plus 4, with the cluster two partial buffers, or with ``push`` (G = ceil(128 / rows)) the
+    padded partial and new state (7,568 floats each), G slots of 16 ceil(421 / G) + 4 ceil(208 / G) floats
+    and six 16-byte barriers, then the rows' indices and labels."""
+    source = (CUDA_KERNEL_SOURCES.get(sha) or {}) if isinstance(sha, str) else {}
+    layout = source.get("shared")
+    if layout is None or (push and not source.get("push")):
         return None
     stride = (16 if rows <= 16 and layout["rows16"] else -(-rows // 32) * 32) + 4
-    return 4 * (16144 + (6 * 44 + 10) * stride + (2 * layout["partial_floats"] if cluster else 0) + 2 * rows)
+    if push:
+        ctas = -(-BATCH_SIZE // rows)
+        exchange = 2 * 7568 + ctas * (16 * -(-421 // ctas) + 4 * -(-208 // ctas)) + 4 * 6
+    else:
+        exchange = 2 * layout["partial_floats"] if cluster else 0
+    return 4 * (16144 + (6 * 44 + 10) * stride + exchange + 2 * rows)
 
 
 def cuda_launch_problems(block: dict, cells: dict[str, str]) -> list[str]:
@@ -280,7 +296,8 @@ def cuda_launch_problems(block: dict, cells: dict[str, str]) -> list[str]:
     want = {"launch__grid_size": programs, "launch__block_size": block.get("train_threads"),
             "launch__cluster_size": programs if cluster else 0}
     if type(rows) is int:
-        shared = cuda_train_shared_bytes(block.get("kernel_source_sha256"), rows, cluster)
+        shared = cuda_train_shared_bytes(block.get("kernel_source_sha256"), rows, cluster,
+                                         block.get("exchange") == "push")
         if shared is not None:
             want["launch__shared_mem_per_block_dynamic"] = shared
     return [f"{name} {got[name]!r} in the CSV, the record says {value!r}" for name, value in want.items()
@@ -294,8 +311,9 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
     bool (present exactly for the sources :data:`CUDA_KERNEL_SOURCES` marks ``cluster``, and for
     sources it does not list; never true for a listed source without it) and true only for 2 to :data:`MAX_CLUSTER`
     blocks on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``) and without split
-    unless the source has the split cluster update (``cluster_split``), product precision ieee, no Triton
-    version."""
+    unless the source has the split cluster update (``cluster_split``), ``exchange`` (absent before it was
+    recorded: pull) one of :data:`EXCHANGES` and push only for a source that has it (``push``) with the split
+    cluster update and at most 32 rows per block, product precision ieee, no Triton version."""
     problems, hardware = [], hardware if isinstance(hardware, dict) else {}
     programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
     if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
@@ -327,6 +345,16 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
                             f"{block.get('split_update')!r}, compute capability {capability or 'unrecorded'}: a cluster "
                             f"takes 2 to {MAX_CLUSTER} blocks, sm_90 on, and no split unless its kernel source has "
                             "the split cluster update")
+    exchange = block.get("exchange", "pull")
+    if exchange not in EXCHANGES:
+        problems.append(f"exchange {exchange!r} is not one of {', '.join(EXCHANGES)}")
+    elif exchange == "push" and not (
+            (source or {}).get("push") and block.get("cluster_update") is True and block.get("split_update") is True
+            and type(rows) is int and rows <= 32):
+        problems.append(f"exchange push with cluster_update {block.get('cluster_update')!r}, split_update "
+                        f"{block.get('split_update')!r}, {rows!r} rows per block, kernel source "
+                        f"{str(block.get('kernel_source_sha256'))[:8]}…: the pushed exchange needs a source that has "
+                        "it, the split cluster update and at most 32 rows per block")
     if block.get("product_precision") != "ieee" or block.get("triton_version") is not None:
         problems.append("a CUDA record names a product precision other than ieee or a Triton version")
     cupy = block.get("cupy")
