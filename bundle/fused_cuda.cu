@@ -160,6 +160,7 @@
 #else
 #define RBASE(r) (NWT * (r))
 #define HSHIFT 0
+#define ASYNC_VISIBLE
 #endif
 #define NQ ((NSTATE + 3) / 4)           // quads of the state
 #define PSTR (((NSTATE + 3) / 4) * 4)   // floats between a cluster block's two partial buffers
@@ -339,8 +340,15 @@ __device__ __forceinline__ unsigned mbar_done(unsigned bar, unsigned parity) {
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     return done;
 }
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+// Wait for a phase's completion. After spin_limit tests, or once another wait gave up (the counter at TIMED_OUT,
+// read every 1,024 tests), give up: raise the counter to TIMED_OUT, which the host reports, and go on.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity, unsigned* sync, unsigned spin_limit) {
+    unsigned spins = 0;
     while (!mbar_done(bar, parity)) {
+        if (++spins >= spin_limit || ((spins & 1023u) == 0 && load_acquire(sync) >= TIMED_OUT)) {
+            atomicMax(sync, TIMED_OUT);
+            return;
+        }
     }
 }
 __device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" : : : "memory"); }
@@ -348,6 +356,9 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, unsigned src, unsigned b
     asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" : : "r"(dst), "r"(src), "r"(bytes), "r"(bar) : "memory");
 }
 __device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// Every thread that writes what a bulk copy will read fences its writes for the async proxy before the
+// __syncthreads after which the copy is issued (and the issuing thread fences again after it).
+#define ASYNC_VISIBLE proxy_fence();
 // First float of block c's slice of padded region r (c = G: the region's end).
 __device__ __forceinline__ int rlo(int r, int c) { return 4 * (c * (RLEN(r) / 4) / G); }
 // This block's update quad u of a slot (u < SL / 4): its region r and padded offset kp; false past its slices.
@@ -405,8 +416,9 @@ __device__ __forceinline__ void scatter_region(float* P, const float* stage, int
     }
 }
 // Wait for region r's new parameters of the previous step (phase s - 1); thread NT - 1 then arms the next phase.
-__device__ __forceinline__ void wait_region(const unsigned long long* bars, int r, int s, int steps) {
-    mbar_wait(smem(bars + 2 * (1 + r)), (unsigned)(s - 1) & 1u);
+__device__ __forceinline__ void wait_region(const unsigned long long* bars, int r, int s, int steps, unsigned* sync,
+                                            unsigned spin_limit) {
+    mbar_wait(smem(bars + 2 * (1 + r)), (unsigned)(s - 1) & 1u, sync, spin_limit);
     if (threadIdx.x == NT - 1 && s + 1 < steps) mbar_expect(smem(bars + 2 * (1 + r)), new_bytes(r, blockIdx.x));
 }
 #endif
@@ -974,9 +986,9 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #if PUSH
         // the previous step's new parameters: W0 by every thread before its branch, then each region by the warps
         // that take no forward product (3 * NRB = 3 product tasks) while the branch before it runs
-#define NEXT_REGION(r) if (s > 0 && warp >= 3 * NRB) { wait_region(bars, r, s, steps); scatter_region(P, STAGE, r, 96 * NRB, NT - 96 * NRB); }
+#define NEXT_REGION(r) if (s > 0 && warp >= 3 * NRB) { wait_region(bars, r, s, steps, sync, spin_limit); scatter_region(P, STAGE, r, 96 * NRB, NT - 96 * NRB); }
         if (s > 0) {
-            wait_region(bars, 0, s, steps);
+            wait_region(bars, 0, s, steps, sync, spin_limit);
             scatter_region(P, STAGE, 0, 0, NT);
             __syncthreads();
         }
@@ -1016,7 +1028,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         float* gp = part + ((long long)(s & 1) * G + b) * NSTATE;
 #endif
         // head and bias partial gradients (warps 0..NHG-1); dL = g·HL, dR = g·HR (the others)
-        if (warp < NHG) head_task(gp + HSHIFT, Zt, L, R, nr4, warp);
+        if (warp < NHG) {
+            head_task(gp + HSHIFT, Zt, L, R, nr4, warp);
+            ASYNC_VISIBLE
+        }
         else for (int t = warp - NHG; t < 6 * NRB; t += NW - NHG) upstream_task(dL, dR, Zt, P + OHN, t, nr);
         __syncthreads();
         PHASE_MARK(5)
@@ -1029,7 +1044,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
 #define PUSH_PARTIALS(r)
 #endif
         PUSH_PARTIALS(4)
-        if (warp < NWG) weight_task(gp + RBASE(3), dR, RL, nr4, alpha, warp);             // W3: leaf l2, upstream dR
+        if (warp < NWG) {
+            weight_task(gp + RBASE(3), dR, RL, nr4, alpha, warp);                          // W3: leaf l2, upstream dR
+            ASYNC_VISIBLE
+        }
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + 3 * WSZ, alpha, t >> 1, nr);   // r1 = r2 - f(l2)
             else leaf_task(dL, dR, L, P + OWN + 3 * WSZ, alpha, t >> 1, nr);
@@ -1038,7 +1056,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         __syncthreads();
         PHASE_MARK(7)
         PUSH_PARTIALS(3)
-        if (warp < NWG) weight_task(gp + RBASE(2), dL, RR, nr4, alpha, warp);             // W2: leaf r1, upstream dL
+        if (warp < NWG) {
+            weight_task(gp + RBASE(2), dL, RR, nr4, alpha, warp);                          // W2: leaf r1, upstream dL
+            ASYNC_VISIBLE
+        }
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(L, RL, RR, P + OWT + 2 * WSZ, alpha, t >> 1, nr);   // l1 = l2 - f(r1)
             else leaf_task(dR, dL, R, P + OWN + 2 * WSZ, alpha, t >> 1, nr);
@@ -1046,7 +1067,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         __syncthreads();
         PHASE_MARK(8)
         PUSH_PARTIALS(2)
-        if (warp < NWG) weight_task(gp + RBASE(1), dR, RL, nr4, alpha, warp);             // W1: leaf l1, upstream dR
+        if (warp < NWG) {
+            weight_task(gp + RBASE(1), dR, RL, nr4, alpha, warp);                          // W1: leaf l1, upstream dR
+            ASYNC_VISIBLE
+        }
         else for (int t = warp - NWG; t < 6 * NRB; t += NW - NWG) {
             if (t & 1) branch_task<RP, false>(R, RR, RL, P + OWT + WSZ, alpha, t >> 1, nr);       // r0 = r1 - f(l1)
             else leaf_task(dL, dR, L, P + OWN + WSZ, alpha, t >> 1, nr);
@@ -1055,7 +1079,10 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(9)
         PUSH_PARTIALS(1)
         // W0: leaf r0, upstream dL; meanwhile the other warps lift most of step s + 1's rows
-        if (warp < NWG) weight_task(gp, dL, RR, nr4, alpha, warp);
+        if (warp < NWG) {
+            weight_task(gp, dL, RR, nr4, alpha, warp);
+            ASYNC_VISIBLE
+        }
         else if (s + 1 < steps) lift_rows(L, R, RL, rows, labs, raw, labels, block_rows(step_count(s + 1, nb, n_train, batch)));
         PHASE_MARK(10)
         if (s + 1 < steps) count = step_count(s + 1, nb, n_train, batch);
@@ -1067,7 +1094,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
         PHASE_MARK(11)
         PUSH_PARTIALS(0)
         if (s + 1 < steps) relu_right(RR, R);
-        mbar_wait(smem(bars), (unsigned)s & 1u);
+        mbar_wait(smem(bars), (unsigned)s & 1u, sync, spin_limit);
         if (threadIdx.x == NT - 1 && s + 1 < steps) mbar_expect(smem(bars), part_bytes(b));
         PHASE_MARK(12)
         if (threadIdx.x == 0) atomicAdd(sync, 1u);
@@ -1129,6 +1156,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
                     }
                 }
             }
+            ASYNC_VISIBLE
             __syncthreads();
             if (s + 1 < steps && threadIdx.x < 5 * G) {
                 const int r = threadIdx.x / G, d = threadIdx.x - r * G;

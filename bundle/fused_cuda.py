@@ -125,7 +125,7 @@ def row_stride(rows: int) -> int:
 def push_possible(rows: int, cluster: bool, split: bool) -> bool:
     """Whether the training kernel can exchange partials and new parameters by bulk copies into the owners'
     and the blocks' shared memory (fused_cuda.cu PUSH, exchange ``"push"``): the split update inside the
-    cluster with activation arrays of up to 32 rows (G >= 4 of the frozen batch)."""
+    cluster with activation arrays of up to 32 rows (at most 32 rows per block: G >= 4 at the frozen batch)."""
     return bool(cluster and split and row_stride(rows) <= 36)
 
 
@@ -137,14 +137,15 @@ def pushed_exchange_floats(ctas: int) -> int:
     return 2 * PADDED_STATE + ctas * slot + 4 * 6
 
 
-def train_shared_bytes(rows: int, cluster: bool = False, push: bool = False) -> int:
+def train_shared_bytes(rows: int, cluster: bool = False, push: bool = False, ctas: int | None = None) -> int:
     """Dynamic shared memory of one training block of ``rows`` rows (bytes): the parameters (both copies),
     six activation arrays (halves as is and through relu, their gradients), the logits, with
     ``cluster`` 2 x 7,556 floats (:data:`PARTIAL_STRIDE`: the block's partial gradients of two steps, or with
-    the split update one partial and its slice's new parameters), or with ``push`` (the pushed exchange,
-    G = ceil(128 / rows)) :func:`pushed_exchange_floats`, then row indices and labels (fused_cuda.cu)."""
+    the split update one partial and its slice's new parameters), or with ``push`` (the pushed exchange of
+    ``ctas`` blocks; None: ceil(128 / rows), the frozen batch's) :func:`pushed_exchange_floats`, then row
+    indices and labels (fused_cuda.cu)."""
     if push:
-        exchange = pushed_exchange_floats(triton_cdiv(128, rows))
+        exchange = pushed_exchange_floats(triton_cdiv(128, rows) if ctas is None else ctas)
     else:
         exchange = 2 * PARTIAL_STRIDE if cluster else 0
     return 4 * (SHARED_PARAMS + (6 * FEATURE_ROWS + 10) * row_stride(rows) + exchange + 2 * rows)
@@ -163,13 +164,14 @@ def predict_shared_bytes(rows: int | None = None) -> int:
     return 4 * (SHARED_PARAMS + (4 * FEATURE_ROWS + 10) * row_stride(rows) + rows)
 
 
-def shared_memory_problem(rows: int, limit: int, cluster: bool = False, push: bool = False) -> str | None:
+def shared_memory_problem(rows: int, limit: int, cluster: bool = False, push: bool = False,
+                          ctas: int | None = None) -> str | None:
     """Why blocks of ``rows`` training rows do not fit ``limit`` bytes of shared memory per block, or None.
 
     Args:
         rows: training rows per block, ceil(batch / G); limit: the GPU's opt-in shared memory per block (bytes);
         cluster: the blocks are one cluster (:func:`cluster_possible`), so each also holds its partials;
-        push: the pushed exchange (:func:`push_possible`), so each also holds its buffers.
+        push: the pushed exchange (:func:`push_possible`) of ``ctas`` blocks, so each also holds its buffers.
 
     Returns:
         None when the training block (:func:`train_shared_bytes`) and the predict block
@@ -181,8 +183,8 @@ def shared_memory_problem(rows: int, limit: int, cluster: bool = False, push: bo
         return (f"this GPU gives a block {limit} B of shared memory, less than the {train_shared_bytes(1)} B (training "
                 f"at one row per block) and {predict_shared_bytes()} B (prediction) the CUDA kernels need: use kernel "
                 "tool triton (REV88_FUSED_KERNEL=triton)")
-    if train_shared_bytes(rows, cluster, push) > limit:
-        return (f"{rows} rows per block need {train_shared_bytes(rows, cluster, push)} B of shared memory, over this GPU's "
+    if train_shared_bytes(rows, cluster, push, ctas) > limit:
+        return (f"{rows} rows per block need {train_shared_bytes(rows, cluster, push, ctas)} B of shared memory, over this GPU's "
                 f"{limit} B per block: use more ctas (REV88_FUSED_CTAS)")
     return None
 
@@ -286,10 +288,11 @@ class CudaFusedTask(FusedTask):
         self.split = ctas >= (CLUSTER_SPLIT_FROM if self.cluster else SPLIT_FROM) if split is None else split
         self.exchange = DEFAULT_EXCHANGE if exchange is None else exchange
         if self.exchange == "push" and not push_possible(self.rows, self.cluster, self.split):
-            raise BundleError(f"exchange 'push' needs the split update inside a cluster and at most 32 rows per block "
-                              f"(G >= 4); this task has G={ctas}, cluster={self.cluster}, split={self.split}: use "
-                              "exchange 'pull'")
-        problem = shared_memory_problem(self.rows, limit, self.cluster, self.exchange == "push")
+            raise BundleError(f"exchange 'push' (REV88_FUSED_EXCHANGE=push) needs the split update inside a cluster and "
+                              f"at most 32 rows per block (G >= 4 at batch 128); this task has G={ctas}, "
+                              f"{self.rows} rows per block, cluster={self.cluster}, split={self.split}: use exchange "
+                              "'pull' (unset REV88_FUSED_EXCHANGE)")
+        problem = shared_memory_problem(self.rows, limit, self.cluster, self.exchange == "push", ctas)
         if problem:
             raise BundleError(problem)
         self.device = torch.device(device)
@@ -317,7 +320,7 @@ class CudaFusedTask(FusedTask):
             self._train_fn = module.get_function("rev88_train")
             self._predict_fn = module.get_function("rev88_predict")
             self._train_fn.max_dynamic_shared_size_bytes = train_shared_bytes(self.rows, self.cluster,
-                                                                               self.exchange == "push")
+                                                                               self.exchange == "push", self.ctas)
             self._predict_fn.max_dynamic_shared_size_bytes = predict_shared_bytes()
         except Exception as exc:  # CuPy's compile and driver errors have no common base class
             raise BundleError(f"the CUDA kernels of bundle/fused_cuda.cu did not compile or load "
@@ -354,7 +357,7 @@ class CudaFusedTask(FusedTask):
                  v["raw"], v["labels"], v["orders"], np.int32(self.train_count), np.int32(cfg["epochs"]),
                  np.int32(cfg["batch_size"]), np32(cfg["alpha"]), np32(cfg["momentum"]), np32(-cfg["learning_rate"]),
                  np32(cfg["weight_decay"]), np.uint32(SPIN_LIMIT)),
-                shared_mem=train_shared_bytes(self.rows, self.cluster, self.exchange == "push"))
+                shared_mem=train_shared_bytes(self.rows, self.cluster, self.exchange == "push", self.ctas))
         self._barrier_expected = self.steps * self.ctas * (2 if self.split else 1)
 
     def predict(self) -> None:

@@ -33,7 +33,7 @@ MARKS = ("fwd W0", "fwd W1", "fwd W2", "fwd W3", "logits+loss", "head+upstream",
          "bwd W2", "bwd W1", "W0 work", "W0 sync", "barrier", "update")
 
 
-def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, Path | None, tuple[str, ...]]:
+def parse_shape(shape: str) -> tuple[int, int, bool | None, bool | None, str | None, Path | None, tuple[str, ...]]:
     """``G:warps[:cluster[:NAME=V,...]]`` as (ctas, warps, cluster, split, exchange, source, -D options).
 
     Raises:

@@ -142,21 +142,24 @@ def test_the_task_refuses_the_cpu_in_one_line() -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
-@pytest.mark.parametrize(("arch", "ctas", "split", "warps"), [
-    ("sm_90", 1, 0, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.WARPS), ("sm_90", 8, 0, fused_cuda.WARPS),
-    ("sm_90", 16, 1, fused_cuda.WARPS), ("sm_90", 2, 0, fused_cuda.MIN_WARPS), ("sm_90", 12, 0, 12),
-    ("sm_90", 2, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 0, fused_cuda.MAX_WARPS), ("sm_90", 4, 1, fused_cuda.WARPS),
-    ("sm_90", 8, 1, fused_cuda.MAX_WARPS), ("sm_90", 8, 1, fused_cuda.WARPS), ("sm_90", 3, 1, fused_cuda.MIN_WARPS),
-    ("sm_80", 2, 0, fused_cuda.WARPS), ("sm_80", 64, 1, fused_cuda.WARPS)])
-def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps) -> None:
+@pytest.mark.parametrize(("arch", "ctas", "split", "warps", "push"), [
+    ("sm_90", 1, 0, fused_cuda.WARPS, 0), ("sm_90", 2, 0, fused_cuda.WARPS, 0), ("sm_90", 8, 0, fused_cuda.WARPS, 0),
+    ("sm_90", 16, 1, fused_cuda.WARPS, 0), ("sm_90", 2, 0, fused_cuda.MIN_WARPS, 0), ("sm_90", 12, 0, 12, 0),
+    ("sm_90", 2, 0, fused_cuda.MAX_WARPS, 0), ("sm_90", 4, 0, fused_cuda.MAX_WARPS, 0),
+    ("sm_90", 4, 1, fused_cuda.WARPS, 0), ("sm_90", 8, 1, fused_cuda.MAX_WARPS, 0), ("sm_90", 8, 1, fused_cuda.WARPS, 0),
+    ("sm_90", 3, 1, fused_cuda.MIN_WARPS, 0), ("sm_80", 2, 0, fused_cuda.WARPS, 0), ("sm_80", 64, 1, fused_cuda.WARPS, 0),
+    ("sm_90", 8, 1, fused_cuda.WARPS, 1), ("sm_90", 4, 1, fused_cuda.WARPS, 1), ("sm_90", 7, 1, fused_cuda.MIN_WARPS, 1),
+    ("sm_90", 8, 1, fused_cuda.MAX_WARPS, 1)])
+def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps, push) -> None:
     """nvcc's ptxas report for the shapes the fixture launches, with the cluster update where the host would
-    choose it (sm_90, 2 to 8 blocks): both kernels, no stack frame, no spills (on sm_80, whose blocks get at
-    most 163 KB of shared memory, from G = 2 on: G = 1 needs 210,272 B)."""
+    choose it (sm_90, 2 to 8 blocks; ``push``: the pushed exchange, whose PTX only the GPU's compiler sees, since
+    the CPU harness swaps it): both kernels, no stack frame, no spills (on sm_80, whose blocks get at most 163 KB
+    of shared memory, from G = 2 on: G = 1 needs 210,272 B)."""
     rows = -(-128 // ctas)
     cluster = fused_cuda.cluster_possible(ctas, (9, 0) if arch == "sm_90" else (8, 0))
     proc = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(tmp_path / "k.cubin"),
                            f"-DNW={warps}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
-                           f"-DCLUSTER={int(cluster)}",
+                           f"-DCLUSTER={int(cluster)}", f"-DPUSH={push}",
                            f"-DQB={fused_cuda.PREDICT_ROWS}", "-Xptxas", "-v", str(fused_cuda.KERNEL_SOURCE)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -171,10 +174,12 @@ ARCHIVED_SOURCE = ("0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
 @pytest.mark.parametrize(("arch", "ctas", "split", "cluster"), [("sm_90", 2, 0, 1), ("sm_90", 3, 1, 1),
+                                                                ("sm_90", 4, 1, 1), ("sm_90", 8, 1, 1),
                                                                 ("sm_90", 8, 0, 1), ("sm_90", 16, 1, 0),
                                                                 ("sm_80", 2, 0, 0)])
 def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, arch, ctas, split, cluster) -> None:
-    """Outside the pushed exchange (the split cluster update at G >= 4, ``fused_cuda.pushed_exchange``),
+    """Without ``-DPUSH=1`` (exchange ``"push"``, ``fused_cuda.push_possible``: the default split cluster
+    update at G = 4 and 8 included),
     ``bundle/fused_cuda.cu`` since 0ac8be88… changed nothing nvcc compiles: byte-identical cubins, so
     evidence/h200-fused-cuda-20261204e (made with 0ac8be88…, G = 2) measured the code the current source
     builds at G = 2."""
@@ -343,3 +348,12 @@ def test_gpu_the_pushed_exchange_is_one_line_where_it_cannot_run() -> None:
             fused_cuda.CudaFusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, split=True,
                                      cluster=True, exchange="push")
         assert "exchange 'push' needs" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_pushed_exchange_allocates_for_the_tasks_own_block_count() -> None:
+    """The pushed exchange's buffers depend on G, not only on the rows per block: batch 112 at G = 7 gives 16 rows
+    as batch 128 at G = 8 does, and needs G = 7's slots (the review found the host assuming batch 128)."""
+    assert fused_cuda.pushed_exchange_floats(8) == 2 * 7568 + 8 * (16 * 53 + 4 * 26) + 24
+    seven = fused_cuda.train_shared_bytes(16, True, True, 7)
+    assert seven == 4 * (16144 + (6 * 44 + 10) * 20 + fused_cuda.pushed_exchange_floats(7) + 32)
+    assert seven > fused_cuda.train_shared_bytes(16, True, True) == fused_cuda.train_shared_bytes(16, True, True, 8)

@@ -105,7 +105,7 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
                            f"-DQB={fused_cuda.PREDICT_ROWS}", f"-DPUSH={int(push)}",
                            str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return exe, fused_cuda.train_shared_bytes(rows, cluster, push)
+    return exe, fused_cuda.train_shared_bytes(rows, cluster, push, ctas)
 
 
 def _run(build: tuple[Path, int], tmp: Path, raw, labels, orders, initial, query, ctas: int, epochs: int):

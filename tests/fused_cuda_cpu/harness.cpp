@@ -61,6 +61,7 @@ static void launch(int blocks, int waves, size_t shared_bytes, F kernel) {
                     kernel();
                 });
         for (auto& th : threads) th.join();
+        while (emu_copies_in_flight.load() != 0) sched_yield();   // bulk copies still in flight (shim.h)
         for (auto& b : barriers) pthread_barrier_destroy(&b);
         for (auto& b : warp_barriers) pthread_barrier_destroy(&b);
     }

@@ -9,11 +9,14 @@
 // Another block's shared memory is its array at the same offset.
 #include <atomic>
 #include <cmath>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 #include <sched.h>
+#include <thread>
 #include <unistd.h>
 
 struct alignas(16) float4 { float x, y, z, w; };
@@ -82,22 +85,46 @@ static inline void emu_mbar_expect(unsigned bar, unsigned bytes) {
     emu_mbar_settle(m);
     pthread_mutex_unlock(&emu_mbar_lock);
 }
+// A wait that sees no completion for 120 s stops the harness with one line (a hang on the GPU).
 static inline unsigned emu_mbar_done(unsigned bar, unsigned parity) {
+    thread_local unsigned misses = 0;
+    thread_local std::chrono::steady_clock::time_point first_miss;
     pthread_mutex_lock(&emu_mbar_lock);
     const unsigned done = (static_cast<unsigned>(emu_mbar_at(emu_shared, bar)->phase) & 1u) != parity;
     pthread_mutex_unlock(&emu_mbar_lock);
-    if (!done) sched_yield();
+    if (done) {
+        misses = 0;
+        return done;
+    }
+    if (misses++ == 0) first_miss = std::chrono::steady_clock::now();
+    if (misses % 4096 == 0 && std::chrono::steady_clock::now() - first_miss > std::chrono::seconds(120)) {
+        std::fprintf(stderr, "transaction barrier at %u (parity %u) of block %d never completed\n", bar, parity,
+                     blockIdx.x);
+        std::abort();
+    }
+    sched_yield();
     return done;
 }
+// A bulk copy is done by a thread of its own after a random delay of up to 5 ms, which reads the source only
+// then, so that the issuing thread goes on at once (as on the GPU) and a missing wait, or a source reused too
+// early, shows; emu_copies_in_flight counts the copies not yet done (the harness waits for none left).
+static std::atomic<int> emu_copies_in_flight{0};
 static inline void emu_bulk_copy(unsigned dst, unsigned src, unsigned bytes, unsigned bar) {
     if (bytes % 16 || (dst & 0xffffffu) % 16 || src % 16 || (bar & 0xffffffu) % 8) std::abort();
-    std::memcpy(reinterpret_cast<char*>(emu_shared_blocks[dst >> 24]) + (dst & 0xffffffu),
-                reinterpret_cast<const char*>(emu_shared) + src, bytes);
-    pthread_mutex_lock(&emu_mbar_lock);
-    emu_mbar* m = emu_mbar_at(emu_shared_blocks[bar >> 24], bar & 0xffffffu);
-    m->tx -= static_cast<int>(bytes);
-    emu_mbar_settle(m);
-    pthread_mutex_unlock(&emu_mbar_lock);
+    thread_local unsigned seed = 2654435761u * (1u + threadIdx.x + 4096u * blockIdx.x);
+    const unsigned delay = rand_r(&seed) % 5000;
+    const char* from = reinterpret_cast<const char*>(emu_shared) + src;
+    emu_copies_in_flight.fetch_add(1);
+    std::thread([=] {
+        usleep(delay);
+        std::memcpy(reinterpret_cast<char*>(emu_shared_blocks[dst >> 24]) + (dst & 0xffffffu), from, bytes);
+        pthread_mutex_lock(&emu_mbar_lock);
+        emu_mbar* m = emu_mbar_at(emu_shared_blocks[bar >> 24], bar & 0xffffffu);
+        m->tx -= static_cast<int>(bytes);
+        emu_mbar_settle(m);
+        pthread_mutex_unlock(&emu_mbar_lock);
+        emu_copies_in_flight.fetch_sub(1);
+    }).detach();
 }
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }

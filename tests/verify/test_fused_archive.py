@@ -493,7 +493,7 @@ def test_the_split_cluster_update_only_for_a_source_that_has_it(sha, split, publ
     assert (not _cuda_inventory_problems(block, inventory)) is want_buffers
 
 
-PUSH_SOURCE = "9ff097dca8b56f3ce392c407f012381f324744aa3a6a6f1f70d03e52997fc048"
+PUSH_SOURCE = "9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a"
 
 
 @pytest.mark.parametrize(("edit", "ok"), [

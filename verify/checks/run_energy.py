@@ -185,7 +185,8 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: 0ac8be88…: the same layout and arithmetic, the cluster arrive relaxed after two cluster-scope fences restricted
 #: to shared memory instead of a release (a GPU-scope MEMBAR), and the update's step in one function
 #: (evidence/h200-fused-cuda-20261204e, G = 2); 8feb27d9…: 0ac8be88… with its comment on the fences corrected
-#: (nvcc 13.0 gives byte-identical cubins: tests/test_fused_cuda.py).
+#: (nvcc 13.0 gives byte-identical cubins: tests/test_fused_cuda.py); 9da9db69…: 8feb27d9… plus the pushed exchange,
+#: an option of the split cluster update (exchange "push": "push" below; the other shapes' cubins unchanged).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
 #: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
@@ -239,7 +240,7 @@ CUDA_KERNEL_SOURCES = {
     "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
     "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": _CLUSTER_KERNEL_16,
     "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6": _CLUSTER_KERNEL_16,
-    "9ff097dca8b56f3ce392c407f012381f324744aa3a6a6f1f70d03e52997fc048": {
+    "9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a": {
         **_CLUSTER_KERNEL_16, "push": True,
         "layout": _CLUSTER_KERNEL_16["layout"] + "; with exchange push (the split cluster update, blocks of up to 32 "
                   "rows) the partials and new parameters in padded regions, moved by bulk copies and counted by "
