@@ -267,5 +267,5 @@ RUN find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) 
 FROM gpu AS gpu-test
 COPY --from=gpu-test-build /opt/rev88-test /opt/rev88-test
 RUN echo /opt/rev88-test > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/rev88-test.pth" \
-    && python -c 'import pytest, matplotlib, docker, torch, ncu_report, pynvml'
+    && python -c 'import pytest, xdist, matplotlib, docker, torch, ncu_report, pynvml'
 LABEL org.rev88.image.target="gpu-test"

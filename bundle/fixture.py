@@ -671,21 +671,16 @@ def _execute(arrays: dict[str, Any], config: dict[str, Any], input_path: Path, c
     fused_ctas = fused_precision = fused_tool = fused_exchange = None
     if learner_name == "rev88-fused":  # a bad $REV88_FUSED_CTAS, _PRECISION or _KERNEL fails here, before the GPU lock
         from bundle import fused_learner  # noqa: PLC0415
-        from bundle.jobs import FUSED_KERNEL_ENV, fused_kernel_tool  # noqa: PLC0415
         from bundle.jobs import fused_exchange as exchange_from_env  # noqa: PLC0415
+        from bundle.jobs import fused_kernel_tool, fused_launch_problem  # noqa: PLC0415
 
         fused_ctas = fused_learner.train_ctas_from_env()
         fused_exchange = exchange_from_env()
         fused_precision = fused_learner.product_precision_from_env()
         fused_tool = fused_kernel_tool()
-        if fused_tool == "cuda" and fused_precision != "ieee":
-            raise BundleError(f"{FUSED_KERNEL_ENV}=cuda runs float32 FMAs only (product precision ieee), but product "
-                              f"precision {fused_precision} was asked for: unset REV88_FUSED_PRECISION or use "
-                              f"{FUSED_KERNEL_ENV}=triton")
-        if fused_exchange != "pull" and fused_tool != "cuda":
-            raise BundleError(f"REV88_FUSED_EXCHANGE={fused_exchange} is an exchange of the CUDA kernel tool's split "
-                              f"update, but kernel tool {fused_tool} was asked for: unset REV88_FUSED_EXCHANGE or use "
-                              f"{FUSED_KERNEL_ENV}=cuda")
+        problem = fused_launch_problem()
+        if problem:
+            raise BundleError(problem)
     gpu_lock = acquire_gpu_lock(timeline, mode) if cuda else None
     engine, image = execution_engine()  # a bad REV88_ENGINE fails before any work
     if cuda and not torch.cuda.is_available():

@@ -130,6 +130,44 @@ def fused_product_precision(environ: Mapping[str, str] | None = None) -> str:
                        "ieee = the frozen float32 arithmetic")
 
 
+#: The frozen batch (FROZEN_CONFIG["batch_size"]) and the most rows per block the pushed exchange takes
+#: (bundle.fused_cuda.push_possible), so the host can refuse "push" at too few blocks before any job starts.
+FROZEN_BATCH = 128
+PUSH_MAX_ROWS = 32
+
+
+def fused_launch_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """What is wrong with the combination of rev88-fused variables the host sets, as one line; None if nothing.
+
+    Each variable alone is checked by its reader (:func:`fused_train_programs`, :func:`fused_kernel_tool`,
+    :func:`fused_product_precision`, :func:`fused_exchange`); this checks what they ask for together:
+    the CUDA kernel tool runs float32 FMAs only (product precision ``ieee``); the exchange ``push`` is the
+    CUDA tool's and needs at most :data:`PUSH_MAX_ROWS` rows per block, ``ceil(128 / G) <= 32`` (G >= 4).
+    Torch-free: ``engine_env`` in :mod:`bundle.phases.fixture_runner` refuses before a phase starts any
+    job, and the fixture before it takes the GPU lock. Whether the device can form the cluster that
+    ``push`` also needs is known only on the device (:class:`bundle.fused_cuda.CudaFusedTask` refuses there).
+
+    Raises:
+        BundleError: one of the variables is malformed on its own.
+    """
+    ctas = fused_train_programs(environ)
+    tool = fused_kernel_tool(environ)
+    precision = fused_product_precision(environ)
+    exchange = fused_exchange(environ)
+    if tool == "cuda" and precision != "ieee":
+        return (f"{FUSED_KERNEL_ENV}=cuda runs float32 FMAs only (product precision ieee), but product precision "
+                f"{precision} was asked for: unset {FUSED_PRECISION_ENV} or use {FUSED_KERNEL_ENV}=triton")
+    if exchange == "push" and tool != "cuda":
+        return (f"{FUSED_EXCHANGE_ENV}=push is an exchange of the CUDA kernel tool's split update, but kernel tool "
+                f"{tool} was asked for: unset {FUSED_EXCHANGE_ENV} or set {FUSED_KERNEL_ENV}=cuda")
+    rows = -(-FROZEN_BATCH // ctas)
+    if exchange == "push" and rows > PUSH_MAX_ROWS:
+        return (f"{FUSED_EXCHANGE_ENV}=push needs at most {PUSH_MAX_ROWS} rows per block, but {FUSED_CTAS_ENV} asks "
+                f"for {ctas} training programs ({rows} rows each of the batch of {FROZEN_BATCH}): set "
+                f"{FUSED_CTAS_ENV} to 4 or more, or unset {FUSED_EXCHANGE_ENV}")
+    return None
+
+
 @contextlib.contextmanager
 def running_job(stop: Callable[[], None]) -> Iterator[None]:
     """While the block runs, *stop* is how :func:`kill_running_jobs` stops this job.

@@ -14,6 +14,8 @@ Usage::
     python3 scripts/lock_image_requirements.py            # rewrite both lock files and the
                                                           # Dockerfile's REV88_LOCK_SHA256 defaults
     python3 scripts/lock_image_requirements.py --check    # exit 1 when a lock file would change
+    python3 scripts/lock_image_requirements.py --keep-gpu # the gpu lock's versions as constraints: only
+                                                          # the test lock may change (the gpu image stays)
 
 The test lock holds only what the test target adds: resolving it together with the GPU set
 guarantees that it never changes a package of the ``gpu`` target.
@@ -54,6 +56,7 @@ TEST_DIRECT = (
     "pytest==9.2.0",
     "matplotlib==3.11.2",
     "docker==7.2.0",
+    "pytest-xdist==3.8.0",
 )
 PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
              "manylinux_2_25_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
@@ -66,8 +69,14 @@ HEADER = """\
 """
 
 
-def resolve(requirements: tuple[str, ...]) -> list[dict]:
-    """Resolve *requirements* for the image platform with ``pip install --dry-run --report``.
+def locked_pins(path: Path) -> list[str]:
+    """The ``name==version`` lines of the lock file *path*, in its order (hashes left out)."""
+    return re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*==[^\s\\]+)", path.read_text(encoding="utf-8"), re.MULTILINE)
+
+
+def resolve(requirements: tuple[str, ...], constraints: tuple[str, ...] = ()) -> list[dict]:
+    """Resolve *requirements* for the image platform with ``pip install --dry-run --report``, every
+    ``name==version`` of *constraints* passed to pip as a constraint (``-c``).
 
     Returns:
         pip's ``install`` entries (``metadata.name``, ``metadata.version``, ``download_info``).
@@ -77,9 +86,11 @@ def resolve(requirements: tuple[str, ...]) -> list[dict]:
     """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
+        constraint_file = Path(tmp) / "constraints.txt"
+        constraint_file.write_text("".join(f"{pin}\n" for pin in constraints), encoding="utf-8")
         argv = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
                 "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-                "--target", str(Path(tmp) / "target"), "--report", str(report)]
+                "--target", str(Path(tmp) / "target"), "--report", str(report), "-c", str(constraint_file)]
         for platform in PLATFORMS:
             argv += ["--platform", platform]
         proc = subprocess.run(argv + list(requirements), capture_output=True, text=True, check=False)
@@ -115,9 +126,13 @@ def write_atomic(path: Path, text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a lock file differs from a fresh resolve")
+    parser.add_argument("--keep-gpu", action="store_true",
+                        help="resolve with the versions of the current gpu lock as constraints (only the test lock "
+                             "may change)")
     args = parser.parse_args()
-    gpu = resolve(GPU_DIRECT)
-    both = resolve(GPU_DIRECT + TEST_DIRECT)
+    constraints = tuple(locked_pins(GPU_LOCK)) if args.keep_gpu else ()
+    gpu = resolve(GPU_DIRECT, constraints)
+    both = resolve(GPU_DIRECT + TEST_DIRECT, constraints)
     gpu_pins = {(e["metadata"]["name"].lower(), e["metadata"]["version"]) for e in gpu}
     moved = [e["metadata"]["name"] for e in both
              if e["metadata"]["name"].lower() in {n for n, _ in gpu_pins}

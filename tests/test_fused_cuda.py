@@ -237,7 +237,36 @@ def test_a_bad_exchange_is_one_line_and_the_phases_forward_a_good_one(monkeypatc
     with pytest.raises(BundleError, match=FUSED_EXCHANGE_ENV):
         engine_env(SubprocessEngine())
     monkeypatch.setenv(FUSED_EXCHANGE_ENV, "push")
+    monkeypatch.setenv(FUSED_KERNEL_ENV, "cuda")
+    monkeypatch.setenv("REV88_FUSED_CTAS", "8")
     assert engine_env(SubprocessEngine())[FUSED_EXCHANGE_ENV] == "push"
+
+
+#: (REV88_FUSED_CTAS, _KERNEL, _PRECISION, _EXCHANGE; None = unset), and the variable the refusal names (None: taken)
+_COMBINATIONS = [("8", "cuda", None, "push", None), ("4", "cuda", None, "push", None),
+                 ("3", "cuda", None, "push", "REV88_FUSED_CTAS"), (None, "cuda", None, "push", "REV88_FUSED_CTAS"),
+                 ("8", None, None, "push", FUSED_KERNEL_ENV), ("8", "triton", None, "push", FUSED_KERNEL_ENV),
+                 ("8", "cuda", "tf32x3", None, "REV88_FUSED_PRECISION"), ("8", "triton", "tf32x3", None, None),
+                 ("2", "cuda", None, "pull", None), (None, None, None, None, None)]
+
+
+@pytest.mark.parametrize(("ctas", "tool", "precision", "exchange", "named"), _COMBINATIONS)
+def test_the_phases_refuse_variables_no_kernel_runs_together(monkeypatch, ctas, tool, precision, exchange,
+                                                              named) -> None:
+    """push with Triton or at fewer than 4 training programs (over 32 rows per block), and the CUDA tool at
+    tf32x3, are one line from engine_env, before a phase starts its first job; what runs is forwarded."""
+    for name, value in (("REV88_FUSED_CTAS", ctas), (FUSED_KERNEL_ENV, tool), ("REV88_FUSED_PRECISION", precision),
+                        (FUSED_EXCHANGE_ENV, exchange)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    if named is None:
+        assert engine_env(SubprocessEngine()).get(FUSED_EXCHANGE_ENV) == exchange
+        return
+    with pytest.raises(BundleError) as info:
+        engine_env(SubprocessEngine())
+    assert named in str(info.value) and "\n" not in str(info.value)
 
 
 #: (record key, its variable, the rest of the kept block, the other variables the host sets, recorded, asked, refused)
@@ -347,7 +376,7 @@ def test_gpu_the_pushed_exchange_is_one_line_where_it_cannot_run() -> None:
         with pytest.raises(BundleError) as info:
             fused_cuda.CudaFusedTask(**load_draw(0).learner_inputs(), device="cuda", ctas=ctas, split=True,
                                      cluster=True, exchange="push")
-        assert "exchange 'push' needs" in str(info.value) and "\n" not in str(info.value)
+        assert "exchange 'push' (REV88_FUSED_EXCHANGE=push) needs" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_the_pushed_exchange_allocates_for_the_tasks_own_block_count() -> None:

@@ -49,7 +49,7 @@ def test_lock_files_pin_the_stack_by_hash() -> None:
                  "nvidia-nvjitlink-cu12", "nvidia-nvtx-cu12"):
         assert cuda[name].startswith("12.4."), (name, cuda[name])
     test = pins(TEST_LOCK)
-    assert {"pytest", "matplotlib", "docker"} <= set(test)
+    assert {"pytest", "pytest-xdist", "matplotlib", "docker"} <= set(test)
     assert not set(test) & set(gpu), "the test lock must not re-pin a package of the gpu lock"
 
 

@@ -33,6 +33,7 @@ from bundle.jobs import (
     JobSpec,
     fused_exchange,
     fused_kernel_tool,
+    fused_launch_problem,
     fused_product_precision,
     fused_train_programs,
 )
@@ -125,13 +126,14 @@ def engine_env(engine: Engine) -> dict[str, str]:
     Raises:
         BundleError: one is set but malformed (:func:`bundle.jobs.fused_train_programs`,
             :func:`bundle.jobs.fused_product_precision`, :func:`bundle.jobs.fused_kernel_tool`,
-            :func:`bundle.jobs.fused_exchange`).
+            :func:`bundle.jobs.fused_exchange`), or they ask for what no kernel runs together
+            (:func:`bundle.jobs.fused_launch_problem`: the CUDA tool at tf32x3, push with Triton or
+            with fewer than 4 training programs).
     """
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
-    fused_train_programs()   # a bad value is refused here, before the phase's first job starts
-    fused_product_precision()
-    fused_kernel_tool()
-    fused_exchange()
+    problem = fused_launch_problem()   # a bad value or combination is refused here, before the phase's first job
+    if problem:
+        raise BundleError(problem)
     for name in (FUSED_CTAS_ENV, FUSED_PRECISION_ENV, FUSED_KERNEL_ENV, FUSED_EXCHANGE_ENV):
         if os.environ.get(name, "").strip():
             env[name] = os.environ[name]
