@@ -67,11 +67,13 @@ $(VENV)/.lint: pyproject.toml $(VENV)/.test
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist; auto = one per core), each test module on one
 # worker, and each worker's torch and numpy on one thread, so that workers do not oversubscribe the
-# cores (2-core CI: 740 s against 1,118 s in one process). TEST_WORKERS=0 runs it in this process.
+# cores (2-core machine: 740 s against 1,118 s in one process with torch on two threads). GPU tests
+# (marker gpu) then run in one process, so that no two share a board. TEST_WORKERS=0: no workers.
 TEST_WORKERS ?= auto
-PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadscope
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadscope -m "not gpu"
 test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CUDA)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q -m gpu
 
 ifeq ($(NATIVE),1)
 reproduce: $(VENV)/.learner
@@ -124,8 +126,9 @@ image-test: ## build the GPU image plus the test runner (GPU_TEST_IMAGE)
 DOCKER_RUN_ARGS ?=
 IMAGE_PYTEST_ARGS ?=
 test-in-image: ## run the test suite inside GPU_TEST_IMAGE (torch 2.5.1), no network
-	$(DOCKER) run --rm --network none -e OMP_NUM_THREADS=1 $(DOCKER_RUN_ARGS) -v "$(CURDIR):/repo:ro" -w /repo \
-	    $(GPU_TEST_IMAGE) python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(IMAGE_PYTEST_ARGS)
+	$(DOCKER) run --rm --network none $(DOCKER_RUN_ARGS) -v "$(CURDIR):/repo:ro" -w /repo \
+	    $(GPU_TEST_IMAGE) bash -c 'OMP_NUM_THREADS=1 python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) \
+	    $(IMAGE_PYTEST_ARGS) && python -m pytest -q -p no:cacheprovider -m gpu $(IMAGE_PYTEST_ARGS)'
 
 lock: ## re-resolve docker/requirements-gpu*.lock (and the Dockerfile's lock sha256) from the package index
 	$(PYTHON) scripts/lock_image_requirements.py

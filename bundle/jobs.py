@@ -134,6 +134,7 @@ def fused_product_precision(environ: Mapping[str, str] | None = None) -> str:
 #: (bundle.fused_cuda.push_possible), so the host can refuse "push" at too few blocks before any job starts.
 FROZEN_BATCH = 128
 PUSH_MAX_ROWS = 32
+PUSH_MAX_CLUSTER = 8   # bundle.fused_cuda.MAX_CLUSTER: the portable thread-block cluster size
 
 
 def fused_launch_problem(environ: Mapping[str, str] | None = None) -> str | None:
@@ -142,10 +143,12 @@ def fused_launch_problem(environ: Mapping[str, str] | None = None) -> str | None
     Each variable alone is checked by its reader (:func:`fused_train_programs`, :func:`fused_kernel_tool`,
     :func:`fused_product_precision`, :func:`fused_exchange`); this checks what they ask for together:
     the CUDA kernel tool runs float32 FMAs only (product precision ``ieee``); the exchange ``push`` is the
-    CUDA tool's and needs at most :data:`PUSH_MAX_ROWS` rows per block, ``ceil(128 / G) <= 32`` (G >= 4).
+    CUDA tool's and needs at most :data:`PUSH_MAX_ROWS` rows per block, ``ceil(128 / G) <= 32`` (G >= 4), in
+    one cluster (G <= :data:`PUSH_MAX_CLUSTER`).
     Torch-free: ``engine_env`` in :mod:`bundle.phases.fixture_runner` refuses before a phase starts any
-    job, and the fixture before it takes the GPU lock. Whether the device can form the cluster that
-    ``push`` also needs is known only on the device (:class:`bundle.fused_cuda.CudaFusedTask` refuses there).
+    job (every phase, since the variables are forwarded to every fixture job), and the fixture before
+    it takes the GPU lock. Whether the device can form the cluster that ``push`` also needs (compute
+    capability 9.0 or later) is known only on the device (:class:`bundle.fused_cuda.CudaFusedTask` refuses there).
 
     Raises:
         BundleError: one of the variables is malformed on its own.
@@ -161,10 +164,11 @@ def fused_launch_problem(environ: Mapping[str, str] | None = None) -> str | None
         return (f"{FUSED_EXCHANGE_ENV}=push is an exchange of the CUDA kernel tool's split update, but kernel tool "
                 f"{tool} was asked for: unset {FUSED_EXCHANGE_ENV} or set {FUSED_KERNEL_ENV}=cuda")
     rows = -(-FROZEN_BATCH // ctas)
-    if exchange == "push" and rows > PUSH_MAX_ROWS:
-        return (f"{FUSED_EXCHANGE_ENV}=push needs at most {PUSH_MAX_ROWS} rows per block, but {FUSED_CTAS_ENV} asks "
-                f"for {ctas} training programs ({rows} rows each of the batch of {FROZEN_BATCH}): set "
-                f"{FUSED_CTAS_ENV} to 4 or more, or unset {FUSED_EXCHANGE_ENV}")
+    if exchange == "push" and (rows > PUSH_MAX_ROWS or ctas > PUSH_MAX_CLUSTER):
+        return (f"{FUSED_EXCHANGE_ENV}=push needs at most {PUSH_MAX_ROWS} rows per block in a cluster of at most "
+                f"{PUSH_MAX_CLUSTER} blocks, but {FUSED_CTAS_ENV} asks for {ctas} training programs ({rows} rows each "
+                f"of the batch of {FROZEN_BATCH}): set {FUSED_CTAS_ENV} to 4 to {PUSH_MAX_CLUSTER}, or unset "
+                f"{FUSED_EXCHANGE_ENV}")
     return None
 
 

@@ -110,7 +110,8 @@ class _ReportReadsOncePerContent:
 
 @pytest.fixture(scope="session", autouse=True)
 def _report_reads_once_per_content():
-    """The verifier runs of the tests read a stored ``.ncu-rep`` file of given content once per session (see
+    """The verifier runs of the tests read a stored ``.ncu-rep`` file of given content once per session, that
+    is once per pytest-xdist worker under ``make test`` (see
     :class:`_ReportReadsOncePerContent`); ``rev88 verify`` run as a subprocess is not affected."""
     from verify import ncu_reports  # noqa: PLC0415
 
@@ -118,6 +119,15 @@ def _report_reads_once_per_content():
     ncu_reports.ProcessPoolExecutor = _ReportReadsOncePerContent
     yield
     ncu_reports.ProcessPoolExecutor = saved
+
+
+@pytest.fixture(autouse=True)
+def _no_fused_variables_from_the_shell(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU tests start without the host's ``REV88_FUSED_*`` variables (a shell's leftovers would change what
+    the phases refuse); GPU tests (marker ``gpu``) keep them, since device runs may set them on purpose."""
+    if request.node.get_closest_marker("gpu") is None:
+        for name in [n for n in os.environ if n.startswith("REV88_FUSED_")]:
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="session")

@@ -242,9 +242,18 @@ def test_a_bad_exchange_is_one_line_and_the_phases_forward_a_good_one(monkeypatc
     assert engine_env(SubprocessEngine())[FUSED_EXCHANGE_ENV] == "push"
 
 
+def test_the_hosts_push_limits_are_the_kernels() -> None:
+    """bundle.jobs checks push without torch; its copies of the batch and the limits must be the kernel's."""
+    from bundle import jobs  # noqa: PLC0415
+
+    assert jobs.FROZEN_BATCH == FROZEN_CONFIG["batch_size"] and jobs.PUSH_MAX_CLUSTER == fused_cuda.MAX_CLUSTER
+    assert fused_cuda.push_possible(jobs.PUSH_MAX_ROWS, True, True)
+    assert not fused_cuda.push_possible(jobs.PUSH_MAX_ROWS + 1, True, True)
+
+
 #: (REV88_FUSED_CTAS, _KERNEL, _PRECISION, _EXCHANGE; None = unset), and the variable the refusal names (None: taken)
 _COMBINATIONS = [("8", "cuda", None, "push", None), ("4", "cuda", None, "push", None),
-                 ("3", "cuda", None, "push", "REV88_FUSED_CTAS"), (None, "cuda", None, "push", "REV88_FUSED_CTAS"),
+                 ("3", "cuda", None, "push", "REV88_FUSED_CTAS"), ("16", "cuda", None, "push", "REV88_FUSED_CTAS"), (None, "cuda", None, "push", "REV88_FUSED_CTAS"),
                  ("8", None, None, "push", FUSED_KERNEL_ENV), ("8", "triton", None, "push", FUSED_KERNEL_ENV),
                  ("8", "cuda", "tf32x3", None, "REV88_FUSED_PRECISION"), ("8", "triton", "tf32x3", None, None),
                  ("2", "cuda", None, "pull", None), (None, None, None, None, None)]
