@@ -128,7 +128,7 @@ def engine_env(engine: Engine) -> dict[str, str]:
             :func:`bundle.jobs.fused_product_precision`, :func:`bundle.jobs.fused_kernel_tool`,
             :func:`bundle.jobs.fused_exchange`), or they ask for what no kernel runs together
             (:func:`bundle.jobs.fused_launch_problem`: the CUDA tool at tf32x3, push with Triton or
-            with fewer than 4 training programs).
+            outside 4 to 8 training programs).
     """
     env = {"REV88_ENGINE": str(getattr(engine, "kind", "native"))}
     problem = fused_launch_problem()   # a bad value or combination is refused here, before the phase's first job
