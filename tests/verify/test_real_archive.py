@@ -140,7 +140,7 @@ def test_consistent_forgery_fails_the_recomputation(tmp_path, hidden_ncu_report)
 
 @pytest.mark.parametrize("args,needle", [
     (["verify", "docs"], "not an evidence archive"),
-    (["report", "evidence/nope", "--out", "x"], "archive folder not found"),
+    (["report", "evidence/nope", "--out", "x"], "evidence/nope is not a folder"),
 ])
 def test_bad_input_is_one_line(args, needle):
     res = CliRunner().invoke(app, args)
