@@ -11,7 +11,8 @@ and the split cluster update, G = 2 unsplit, 12 warps, one H200; evidence/h200-f
 source with 16-row arrays, G = 8 split inside the cluster, 12 warps, one H200;
 evidence/h200-fused-cuda-20261204d, the same source at G = 2 unsplit inside the cluster, 12 warps, one H200;
 evidence/h200-fused-cuda-20261204e, the source whose cluster arrive is relaxed after two restricted fences, G = 2
-unsplit inside the cluster, 12 warps, one H200):
+unsplit inside the cluster, 12 warps, one H200; evidence/h200-fused-cuda-20261205, the current source (with
+the pushed exchange as an option, not used) at G = 8 split inside the cluster, 12 warps, one H200):
 verified with 0 FAIL, forgeries caught.
 
 The archive holds the variant's qualification (11 draws), the learners energy design (rev88 :16:8,
@@ -43,8 +44,9 @@ CUDA6_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204"  # 16-byte p
 CUDA7_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204c"  # 16-row arrays, G = 8 split cluster
 CUDA8_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204d"  # the same source, G = 2 unsplit cluster
 CUDA9_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261204e"  # relaxed cluster arrive, G = 2 unsplit cluster
+CUDA10_ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261205"  # the current source, G = 8 split cluster
 CUDA_ARCHIVES = (CUDA_ARCHIVE, CUDA2_ARCHIVE, CUDA3_ARCHIVE, CUDA4_ARCHIVE, CUDA5_ARCHIVE, CUDA6_ARCHIVE,
-                 CUDA7_ARCHIVE, CUDA8_ARCHIVE, CUDA9_ARCHIVE)
+                 CUDA7_ARCHIVE, CUDA8_ARCHIVE, CUDA9_ARCHIVE, CUDA10_ARCHIVE)
 FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.json"
 
 
@@ -53,11 +55,12 @@ FROZEN_DRAW0 = REPO_ROOT / "evidence" / "rev88-original" / "results" / "draw-00.
                                                             (CUDA2_ARCHIVE, 2, 4), (CUDA3_ARCHIVE, 2, 4),
                                                             (CUDA4_ARCHIVE, 2, 4), (CUDA5_ARCHIVE, 2, 4),
                                                             (CUDA6_ARCHIVE, 2, 4), (CUDA7_ARCHIVE, 8, 4),
-                                                            (CUDA8_ARCHIVE, 2, 4), (CUDA9_ARCHIVE, 2, 4)],
+                                                            (CUDA8_ARCHIVE, 2, 4), (CUDA9_ARCHIVE, 2, 4),
+                                                            (CUDA10_ARCHIVE, 8, 4)],
                          ids=["single-cta", "grid-8", "single-cta-sliced", "cuda-2", "cuda-feature-major-2",
                               "cuda-cluster-2", "cuda-cluster-12-warps-2", "cuda-cluster-rows-44-2",
                               "cuda-cluster-quads-2", "cuda-cluster-16-rows-8", "cuda-cluster-16-rows-source-2",
-                              "cuda-cluster-relaxed-arrive-2"])
+                              "cuda-cluster-relaxed-arrive-2", "cuda-cluster-current-source-8"])
 def test_shipped_fused_archive_verifies_and_its_predictions_are_the_frozen_ones(archive: Path, programs,
                                                                                 rounds: int) -> None:
     statuses = check_statuses(archive)
@@ -343,6 +346,9 @@ def _unknown_tool(rec: dict) -> None:
     (CUDA9_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _energy_copies_other_source,
      "energy.learners.energy_metadata"),
     (CUDA9_ARCHIVE, "qualify/draw-06.json.gz", _previous_source, "energy.learners.kernel_source_sha256"),
+    (CUDA10_ARCHIVE, "qualify/draw-08.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA10_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
+     "energy.learners.energy_metadata"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
      "energy.learners.cuda_buffers"),
     (CUDA3_ARCHIVE, "qualify/draw-02.json.gz", _cuda_cluster_of_sixteen, "energy.learners.cuda_shape"),
@@ -384,8 +390,16 @@ def _profile_cluster_of_four(rec: dict) -> None:
     rec["learner"]["train_programs"], rec["learner"]["rows_per_program"] = 4, 32
 
 
+def _profile_exchange_pushed(rec: dict) -> None:
+    """A G = 8 profile's fixture record of the pulled exchange relabelled as the pushed one: the pushed exchange
+    allocates 177,728 B of dynamic shared memory, the CSV shows 147,072."""
+    rec["learner"]["exchange"] = "push"
+
+
 @pytest.mark.parametrize(("archive", "rel", "change"), [
     (CUDA7_ARCHIVE, "profile/workspace-16-8-training-r01.fixture.json.gz", _profile_cluster_of_four),
+    (CUDA10_ARCHIVE, "profile/workspace-16-8-training-r02.fixture.json.gz", _profile_exchange_pushed),
+    (CUDA10_ARCHIVE, "profile/workspace-4096-8-training-r00.fixture.json.gz", _profile_cluster_of_four),
     (CUDA6_ARCHIVE, "profile/workspace-4096-8-training-r00.fixture.json.gz", _cuda_threads_of_the_row_group_kernel),
 ])
 def test_a_launch_shape_the_profile_csv_contradicts_fails(tmp_path: Path, archive: Path, rel: str, change) -> None:
@@ -437,6 +451,8 @@ def test_the_shared_bytes_of_the_listed_layouts() -> None:
     assert _training_cells(CUDA6_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"
     assert _training_cells(CUDA8_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # ac5da96b, G = 2
     assert _training_cells(CUDA9_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,064"   # 0ac8be88, G = 2
+    assert _training_cells(CUDA10_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "147,072"  # current, G = 8
+    assert cuda_train_shared_bytes(current, 16, True) == 147072
     assert cuda_train_shared_bytes(current, 64, True) == 200064
     assert cuda_train_shared_bytes("352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460", 64, True) == 200064
     assert _training_cells(CUDA5_ARCHIVE)["launch__shared_mem_per_block_dynamic"] == "200,048"

@@ -28,7 +28,7 @@ ARCHIVES = ("h200-20261202", "h200-fused-20261201", "h200-fused-20261201-g8", "h
             "h200-fused-cuda-20261203", "h200-fused-cuda-20261203b", "h200-fused-cuda-20261203c",
             "h200-fused-cuda-20261203d", "h200-fused-cuda-20261203e", "h200-fused-cuda-20261204",
             "h200-fused-cuda-20261204c", "h200-fused-cuda-20261204d", "h200-fused-cuda-20261204e",
-            "pinned-cpu-20261201", "rev88-original")  # every shipped archive
+            "h200-fused-cuda-20261205", "pinned-cpu-20261201", "rev88-original")  # every shipped archive
 
 
 def _env(**extra: str) -> dict[str, str]:

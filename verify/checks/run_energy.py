@@ -186,7 +186,8 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 #: to shared memory instead of a release (a GPU-scope MEMBAR), and the update's step in one function
 #: (evidence/h200-fused-cuda-20261204e, G = 2); 8feb27d9…: 0ac8be88… with its comment on the fences corrected
 #: (nvcc 13.0 gives byte-identical cubins: tests/test_fused_cuda.py); 9da9db69…: 8feb27d9… plus the pushed exchange,
-#: an option of the split cluster update (exchange "push": "push" below; the other shapes' cubins unchanged).
+#: an option of the split cluster update (exchange "push": "push" below; the other shapes' cubins unchanged;
+#: evidence/h200-fused-cuda-20261205, G = 8, the pulled exchange).
 #: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
 #: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
 #: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
