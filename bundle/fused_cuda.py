@@ -50,7 +50,7 @@ STATE = 4 * HALF * HALF + 10 * 2 * HALF + 10   # 7554 floats, state-vector order
 PARTIAL_STRIDE = 7556     # floats between a cluster block's two shared partial buffers (fused_cuda.cu PSTR: STATE
                           # rounded up to 4, so that both buffers allow 16-byte distributed-shared-memory reads)
 EXCHANGES = ("pull", "push")   # how the split cluster update moves partials and new parameters (CudaFusedTask)
-DEFAULT_EXCHANGE = "pull"      # measured in every archive; "push" (fused_cuda.cu PUSH) has run on the CPU harness only
+DEFAULT_EXCHANGE = "pull"      # every archive; "push" (fused_cuda.cu PUSH): the same bits, slower on an H200 (README)
 PADDED_STATE = 7568      # the state in five regions padded to quads (fused_cuda.cu PPAD: branch weights 1,684 floats
                           # each, head and bias 832), the pushed exchange's order
 FEATURE_ROWS = 44         # feature rows of a shared activation array (41 live; fused_cuda.cu FR)
