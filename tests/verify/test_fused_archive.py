@@ -289,6 +289,12 @@ def _previous_source(rec: dict) -> None:
         block["kernel_source_sha256"] = "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46"
 
 
+def _exchange_dropped(rec: dict) -> None:
+    """A record of 9da9db69… (a source with the pushed exchange) that names no exchange: it could have run either."""
+    for block in (rec["fixture"]["learner"], rec["metadata"]["learner"]):
+        block.pop("exchange", None)
+
+
 def _unknown_tool(rec: dict) -> None:
     for block in (rec["learner"], rec["metadata"]["learner"]):
         block["kernel_tool"] = "cupy"
@@ -347,6 +353,7 @@ def _unknown_tool(rec: dict) -> None:
      "energy.learners.energy_metadata"),
     (CUDA9_ARCHIVE, "qualify/draw-06.json.gz", _previous_source, "energy.learners.kernel_source_sha256"),
     (CUDA10_ARCHIVE, "qualify/draw-08.json.gz", _cuda_cluster_on_an_a100, "energy.learners.cuda_shape"),
+    (CUDA10_ARCHIVE, "qualify/draw-04.json.gz", _exchange_dropped, "energy.learners.cuda_shape"),
     (CUDA10_ARCHIVE, "energy/trial-r02-rev88-fused-workspace-16-8.json.gz", _energy_copy_other_launch,
      "energy.learners.energy_metadata"),
     (CUDA3_ARCHIVE, "energy/trial-r01-rev88-fused-workspace-16-8.json.gz", _cuda_cluster_denied,
@@ -513,7 +520,7 @@ PUSH_SOURCE = "9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a"
 
 
 @pytest.mark.parametrize(("edit", "ok"), [
-    ({}, True), ({"exchange": "pull"}, True), ({"exchange": "push"}, True),
+    ({}, False), ({"exchange": "pull"}, True), ({"exchange": "push"}, True),
     ({"exchange": "push", "train_programs": 8, "rows_per_program": 16}, True),
     ({"exchange": "Push"}, False), ({"exchange": None}, False),
     ({"exchange": "push", "split_update": False}, False), ({"exchange": "push", "cluster_update": False}, False),
@@ -521,7 +528,8 @@ PUSH_SOURCE = "9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a"
     ({"exchange": "push", "kernel_source_sha256": "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6"},
      False)])
 def test_the_pushed_exchange_only_where_it_can_run(edit, ok) -> None:
-    """A CUDA record's ``exchange`` (absent before it was recorded) is pull or push, and push only for a source
+    """A CUDA record's ``exchange`` (absent before it was recorded; required for a source that has push) is pull or
+    push, and push only for a source
     that has it, with the split cluster update and at most 32 rows per block (bundle.fused_cuda.push_possible)."""
     from verify.checks.run_energy import _cuda_shape_problems  # noqa: PLC0415
 

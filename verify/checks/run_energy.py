@@ -348,7 +348,10 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
                             f"takes 2 to {MAX_CLUSTER} blocks, sm_90 on, and no split unless its kernel source has "
                             "the split cluster update")
     exchange = block.get("exchange", "pull")
-    if exchange not in EXCHANGES:
+    if (source or {}).get("push") and "exchange" not in block:
+        problems.append(f"kernel source {str(block.get('kernel_source_sha256'))[:8]}… has the pushed exchange, but the "
+                        "record names no exchange (pull or push): every record of such a source names it")
+    elif exchange not in EXCHANGES:
         problems.append(f"exchange {exchange!r} is not one of {', '.join(EXCHANGES)}")
     elif exchange == "push" and not (
             (source or {}).get("push") and block.get("cluster_update") is True and block.get("split_update") is True
