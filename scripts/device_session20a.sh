@@ -8,6 +8,9 @@
 #   PART=b: where a task's idle-adjusted energy goes (scripts/fused_energy_parts.py: training alone, prediction
 #           alone at 64 and 128 query rows per block, whole tasks at G = 2 and 8), then the energy sweep of
 #           rev88 :16:8 against G = 8 pulled and G = 8 and 4 pushed (scripts/fused_energy_sweep.py, K = 2).
+# Outcome (2026-12-05): scripts/device_session22a.sh ran PART=a and the sweep; the pushed exchange kept the bits
+# and was slower (docs/measurements/fused-cuda-pushed-exchange-20261205), so no push archive was made and
+# fused_energy_parts.py was not run.
 # If both look right, the archive call is scripts/device_session14a.sh with the exchange exported:
 #   OUT=$OUT RUN_ID=h200-fused-cuda-YYYYMMDDx G=8 ROUNDS=4 PHASE_SHAPES="8:12:1:EXCHANGE=push" \
 #       REV88_FUSED_EXCHANGE=push bash scripts/device_session14a.sh
