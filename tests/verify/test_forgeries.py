@@ -102,8 +102,95 @@ def test_trial_counter_changed_everywhere_but_in_its_nvml_log_fails(tmp_path):
     _rebuild_interleaved(root)
     _rebuild_manifest(root)
     fails = _failures(root)
-    assert set(fails) == {"energy.nvml_log.stamps"}, sorted(fails)
+    # 50 J over a ~10 s window is ~5 W that the window's power samples do not show
+    assert set(fails) == {"energy.nvml_log.stamps", "energy.trial.power_samples_vs_counter"}, sorted(fails)
     assert "the log read" in fails["energy.nvml_log.stamps"][0].reason
+    assert "active: " in fails["energy.trial.power_samples_vs_counter"][0].reason
+
+
+TRIAL, TRIAL_LOG = "energy/trial-r00-workspace-4096-8.json.gz", "energy/trial-r00-workspace-4096-8.nvml.jsonl.gz"
+STAMP_ORDER = [(w, e) for w in ("idle_before", "active", "idle_after") for e in ("start", "end")]
+
+
+def _log_lines(root: Path) -> list[dict]:
+    return [json.loads(x) for x in gzip.decompress((root / TRIAL_LOG).read_bytes()).decode().splitlines()]
+
+
+def _write_log(root: Path, lines: list[dict]) -> None:
+    _write_bytes(root, TRIAL_LOG, "".join(json.dumps(x) + "\n" for x in lines).encode())
+
+
+def _counter_reads(lines: list[dict]) -> list[dict]:
+    return [x for x in lines if x["channel"] == "main" and x["call"] == "nvmlDeviceGetTotalEnergyConsumption"]
+
+
+def _stamp_reads(trial: dict, reads: list[dict]) -> dict[tuple[str, str], dict]:
+    """The counter read each stamp of the (one) trial took: the last of its polls (aligned stamps)."""
+    out, pos = {}, 0
+    for w, e in STAMP_ORDER:
+        pos += trial[w][e]["polls"]
+        out[(w, e)] = reads[pos - 1]
+    return out
+
+
+def _finish(root: Path, rec: dict) -> dict[str, list]:
+    _retrial(rec["energy"]["trials"][0])
+    _write(root, TRIAL, rec)
+    _rebuild_interleaved(root)
+    _rebuild_manifest(root)
+    return _failures(root)
+
+
+def test_active_end_lowered_in_its_record_and_its_nvml_log_fails_the_counter_order_and_the_samples(tmp_path):
+    """20 J less in the active window, the stamp and the log's read both changed: the counter then runs
+    backwards in the log, and the window's samples still show the board's real power."""
+    root = _copy(tmp_path)
+    rec, lines = _read(root, TRIAL), _log_lines(root)
+    trial = rec["energy"]["trials"][0]
+    _stamp_reads(trial, _counter_reads(lines))[("active", "end")]["value"] -= 20_000
+    trial["active"]["end"]["energy_mj"] -= 20_000
+    _write_log(root, lines)
+    fails = _finish(root, rec)
+    assert set(fails) == {"energy.nvml_log.counter_order", "energy.trial.power_samples_vs_counter"}, sorted(fails)
+    assert "go backwards" in fails["energy.nvml_log.counter_order"][0].reason
+
+
+def test_counter_lowered_from_the_active_end_on_in_record_and_log_fails_only_the_samples(tmp_path):
+    """Every counter read from the active window's end on 20 J lower, in the record and in the log: the
+    counter still grows and every stamp is its read, so only the power samples disagree."""
+    root = _copy(tmp_path)
+    rec, lines = _read(root, TRIAL), _log_lines(root)
+    trial = rec["energy"]["trials"][0]
+    reads = _counter_reads(lines)
+    first = reads.index(_stamp_reads(trial, reads)[("active", "end")])
+    first -= trial["active"]["end"]["polls"] - 1  # the polls of that stamp too
+    for read in reads[first:]:
+        read["value"] -= 20_000
+    for w, e in STAMP_ORDER[3:]:
+        trial[w][e]["energy_mj"] -= 20_000
+    _write_log(root, lines)
+    fails = _finish(root, rec)
+    assert set(fails) == {"energy.trial.power_samples_vs_counter"}, sorted(fails)
+
+
+@pytest.mark.parametrize(("shift_mw", "fails_check"), [(200, False), (3_000, True)])
+def test_active_power_samples_raised_in_record_and_log_against_the_counter(tmp_path, shift_mw, fails_check):
+    """Every active-window power sample raised by 0.2 W (within the check's slack) passes; by 3 W fails."""
+    root = _copy(tmp_path)
+    rec, lines = _read(root, TRIAL), _log_lines(root)
+    trial = rec["energy"]["trials"][0]
+    t0, t1 = trial["active"]["start"]["time_s"], trial["active"]["end"]["time_s"]
+    sampler = [x for x in lines if x["channel"] == "sampler"]
+    for sample, read in zip(trial["power_samples"], sampler, strict=False):
+        if t0 <= sample["time_s"] <= t1:
+            read["value"][0]["value"] += shift_mw
+            sample["power_w"] = read["value"][0]["value"] / 1000
+    _write_log(root, lines)
+    fails = _finish(root, rec)
+    if fails_check:
+        assert set(fails) == {"energy.trial.power_samples_vs_counter"}, sorted(fails)
+    else:
+        assert not fails, sorted(fails)
 
 
 @pytest.mark.parametrize(("shift_s", "fails_check"), [(0.004, False), (0.050, True)])
@@ -207,7 +294,7 @@ def test_energies_divided_by_1000_with_the_nvml_log_to_match_fail_the_power_plau
     _rebuild_interleaved(root)
     _rebuild_manifest(root)
     fails = _failures(root)
-    assert set(fails) == {"energy.power_plausible"}, sorted(fails)
+    assert set(fails) == {"energy.power_plausible", "energy.trial.power_samples_vs_counter"}, sorted(fails)
     assert "telemetry" in fails["energy.power_plausible"][0].reason
 
 

@@ -9,6 +9,7 @@ within :data:`verify.checks.FLOAT_REL_TOL` because the original mixed ``statisti
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,16 @@ CUDA_WALL_RATIO = (0.9, 1.005)
 stamps bracket, so the ratio cannot exceed 1 beyond clock granularity (+0.5 %); host overhead
 outside the events keeps it near 1 (0.988-0.9995 on the shipped H200 and A100 trials). The
 original verifier allowed 0.7-1.3."""
+SAMPLE_SLACK_W = 0.5
+"""How far the mean of a window's power samples may lie from the window's counter-derived average power,
+beyond four standard errors of that mean: a chosen margin, not a bound. The samples (NVML field 186, the
+instantaneous power, every ``sample_interval_s``) and the energy counter are two readings of one board; a
+record that changes one without the other moves them apart. Measured: over the 540 windows (idle before,
+active, idle after) of the 14 H200 archives shipped on 2026-12-05 the sample mean lay −0.19 to +0.30 W
+from the counter's average (at most 0.24 % of it)."""
+MIN_WINDOW_SAMPLES = 10
+"""Fewest samples a window of a trial that keeps power samples must hold to be compared (the protocol
+samples every 50 ms: a 3 s idle window holds about 60)."""
 
 
 def _close(cid: str, subject: str, recorded: Any, value: float, what: str) -> CheckResult:
@@ -118,6 +129,12 @@ def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: s
     out.append(check_true("energy.trial.window_order", sub, ib_end <= a0 < a1 <= ia0,
                           "windows overlap: need idle_before.end <= active.start < active.end <= idle_after.start",
                           recomputed=[ib_end, a0, a1, ia0]))
+    counter = [get_int(trial, f"{w}.{e}.energy_mj", where) for w in ("idle_before", "active", "idle_after")
+               for e in ("start", "end")]
+    out.append(check_true("energy.trial.counter_order", sub, all(a <= b for a, b in pairwise(counter)),
+                          f"the energy counter goes backwards across the trial's six stamps {counter}: NVML's "
+                          "total energy counter only grows", recomputed=counter))
+    out += check_samples_vs_counter(trial, subject=sub, where=where)
     figures = recompute_trial(trial, where)
     for key, value in figures.items():
         out.append(_close(f"energy.trial.{key}", sub, trial.get(key), value, key))
@@ -132,6 +149,49 @@ def check_trial(trial: dict, *, index: int, repeats: int, subject: str, where: s
                           f"cuda_ms/wall_ms = {ratio:.3f} outside {CUDA_WALL_RATIO}: the CUDA events and the "
                           "stamps do not describe the same window", recomputed=ratio))
     return out
+
+
+def check_samples_vs_counter(trial: dict, *, subject: str, where: str) -> list[CheckResult]:
+    """The mean of each window's power samples against the window's average power from the energy counter.
+
+    Args:
+        trial: one trial with ``idle_before``/``active``/``idle_after`` stamps and, in this bundle's records,
+            ``power_samples`` (``[{time_s, power_w}]``, ``time_s`` on the stamps' clock, watts).
+        subject: e.g. ``"energy/trial-r00-… trial 0"``.
+        where: file for error lines.
+
+    Returns:
+        One ``energy.trial.power_samples_vs_counter`` verdict, or none for a trial that keeps no samples (the
+        original study's records). A window with fewer than :data:`MIN_WINDOW_SAMPLES` samples fails, and so
+        does one whose sample mean lies more than :data:`SAMPLE_SLACK_W` + 4 standard errors from
+        (end.energy_mj − start.energy_mj) / 1000 / (end.time_s − start.time_s) W.
+
+    Raises:
+        RecordError: a sample or stamp field of the wrong type.
+    """
+    samples = trial.get("power_samples")
+    if not samples:
+        return []
+    points = [(get_float(s, "time_s", where), get_float(s, "power_w", where)) for s in get_list(trial, "power_samples", where)]
+    bad, seen = [], []
+    for name in ("idle_before", "active", "idle_after"):
+        t0, t1 = get_float(trial, f"{name}.start.time_s", where), get_float(trial, f"{name}.end.time_s", where)
+        watts = np.array([w for t, w in points if t0 <= t <= t1], dtype=np.float64)
+        if watts.size < MIN_WINDOW_SAMPLES:
+            bad.append(f"{name} holds {watts.size} samples, fewer than {MIN_WINDOW_SAMPLES}")
+            continue
+        if t1 <= t0:
+            continue  # energy.trial.window_order / energy.interval.order fail it
+        counter_w = (get_int(trial, f"{name}.end.energy_mj", where) - get_int(trial, f"{name}.start.energy_mj", where)) \
+            / 1000.0 / (t1 - t0)
+        mean, se = float(watts.mean()), float(watts.std(ddof=1)) / math.sqrt(watts.size)
+        seen.append(round(mean - counter_w, 4))
+        if abs(mean - counter_w) > SAMPLE_SLACK_W + 4 * se:
+            bad.append(f"{name}: {watts.size} samples average {mean:.3f} W, the counter {counter_w:.3f} W "
+                       f"(allowed {SAMPLE_SLACK_W} W + 4 × {se:.3f} W)")
+    return [check_true("energy.trial.power_samples_vs_counter", subject, not bad,
+                       "power samples vs the energy counter: " + "; ".join(bad) + ": the samples and the counter "
+                       "no longer describe one board's power", recomputed=seen)]
 
 
 def summarise(values: list[float]) -> dict[str, Any]:

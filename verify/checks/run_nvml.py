@@ -15,6 +15,8 @@ energy record:
   reads for an aligned stamp whose last read is the first that changed), the stamp's
   ``energy_mj`` is that read's value and its ``time_s ± query_latency_s / 2`` brackets the
   read's call window; no read is left over;
+* the counter reads, in the log's order, are made one after another and never go backwards (NVML's total
+  energy counter only grows);
 * every telemetry snapshot is the log's power usage (mW / 1000), temperature, graphics and
   memory clocks and field-186 power, in order;
 * every power sample is a sampler-channel field-186 read (mW / 1000) whose call window holds
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 from verify.checks import run
@@ -185,8 +188,15 @@ def _check_stamps(e: Mapping[str, Any], main: list[dict], *, subject: str, where
                 bad.append(f"{name}: the {polls} polls are not unchanged reads followed by the first changed one")
     if pos != len(reads):
         bad.append(f"{len(reads) - pos} counter reads of the log are used by no stamp")
+    backwards = [f"seq {b['seq']}: {_value(a)} mJ at {a['t_start_s']} s, then {_value(b)} mJ at {b['t_start_s']} s"
+                 for a, b in pairwise(reads)
+                 if b["t_start_s"] < a["t_end_s"] or (isinstance(_value(a), int) and isinstance(_value(b), int)
+                                                      and _value(b) < _value(a))]
     return [check_true("energy.nvml_log.stamps", subject, not bad,
-                       f"stamps vs the counter reads of {log_rel}: {'; '.join(bad[:3])}", recomputed=len(reads))]
+                       f"stamps vs the counter reads of {log_rel}: {'; '.join(bad[:3])}", recomputed=len(reads)),
+            check_true("energy.nvml_log.counter_order", subject, not backwards,
+                       f"counter reads of {log_rel} overlap in time or go backwards ({'; '.join(backwards[:3])}): "
+                       "NVML's total energy counter only grows", recomputed=len(reads))]
 
 
 def _check_telemetry(e: Mapping[str, Any], main: list[dict], *, subject: str, where: str,
