@@ -457,3 +457,20 @@ def test_original_without_the_restored_files_reads_unavailable_again(tmp_path):
     rep = verify_archive(root)
     assert rep.ok
     assert {r.status for r in rep if r.check_id == "original.accuracy.rescored"} == {Status.UNAVAILABLE}
+
+
+def test_samples_vs_counter_skips_windows_after_the_sampler_stopped_but_fails_a_gap():
+    """Samples ending for good (field 186 stopped answering) leave the later windows uncompared; the active
+    window's samples cut out while the sampler ran on fail."""
+    from verify.checks.energy import check_samples_vs_counter  # noqa: PLC0415
+
+    trial = _read(REAL, TRIAL)["energy"]["trials"][0]
+    a0, a1 = trial["active"]["start"]["time_s"], trial["active"]["end"]["time_s"]
+    (whole,) = check_samples_vs_counter(trial, subject="s", where="w")
+    assert whole.status is Status.PASS and len(whole.recomputed) == 3
+    stopped = dict(trial, power_samples=[s for s in trial["power_samples"] if s["time_s"] < a0])
+    (verdict,) = check_samples_vs_counter(stopped, subject="s", where="w")
+    assert verdict.status is Status.PASS and len(verdict.recomputed) == 1  # idle_before only
+    gap = dict(trial, power_samples=[s for s in trial["power_samples"] if not a0 <= s["time_s"] <= a1])
+    (verdict,) = check_samples_vs_counter(gap, subject="s", where="w")
+    assert verdict.status is Status.FAIL and "active holds 0 samples" in verdict.reason

@@ -162,8 +162,9 @@ def check_samples_vs_counter(trial: dict, *, subject: str, where: str) -> list[C
 
     Returns:
         One ``energy.trial.power_samples_vs_counter`` verdict, or none for a trial that keeps no samples (the
-        original study's records). A window with fewer than :data:`MIN_WINDOW_SAMPLES` samples fails, and so
-        does one whose sample mean lies more than :data:`SAMPLE_SLACK_W` + 4 standard errors from
+        original study's records). A window with fewer than :data:`MIN_WINDOW_SAMPLES` samples fails while
+        later samples exist (the sampler stops for good at the first read field 186 does not answer, and
+        windows after that are not compared), and so does one whose sample mean lies more than :data:`SAMPLE_SLACK_W` + 4 standard errors from
         (end.energy_mj − start.energy_mj) / 1000 / (end.time_s − start.time_s) W.
 
     Raises:
@@ -174,11 +175,14 @@ def check_samples_vs_counter(trial: dict, *, subject: str, where: str) -> list[C
         return []
     points = [(get_float(s, "time_s", where), get_float(s, "power_w", where)) for s in get_list(trial, "power_samples", where)]
     bad, seen = [], []
+    last_t = max((t for t, _ in points), default=-math.inf)
     for name in ("idle_before", "active", "idle_after"):
         t0, t1 = get_float(trial, f"{name}.start.time_s", where), get_float(trial, f"{name}.end.time_s", where)
         watts = np.array([w for t, w in points if t0 <= t <= t1], dtype=np.float64)
         if watts.size < MIN_WINDOW_SAMPLES:
-            bad.append(f"{name} holds {watts.size} samples, fewer than {MIN_WINDOW_SAMPLES}")
+            if last_t >= t1:  # the sampler ran past the window: a gap in it, not a sampler that stopped
+                bad.append(f"{name} holds {watts.size} samples, fewer than {MIN_WINDOW_SAMPLES}, while the sampler "
+                           "ran on past it")
             continue
         if t1 <= t0:
             continue  # energy.trial.window_order / energy.interval.order fail it
