@@ -8,6 +8,8 @@ never imports torch (commands import their phase inside the command body).
 from __future__ import annotations
 
 import importlib
+import signal
+import sys
 
 import typer
 
@@ -37,8 +39,19 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console-script entry point for ``rev88``."""
-    app()
+    """Console-script entry point for ``rev88``.
+
+    When the reader of the output pipe goes away (``rev88 verify … | head -1``), click exits with status 1,
+    which ``rev88 verify`` uses for "something FAILs"; the status is then 141 (128 + SIGPIPE) instead, as a
+    process killed by SIGPIPE reports in a shell.
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        # click (vendored as typer._click in typer >= 0.2x) swaps stdout for its PacifyFlushWrapper on EPIPE
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            raise SystemExit(128 + signal.SIGPIPE) from None
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

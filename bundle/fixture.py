@@ -329,8 +329,13 @@ def load_inputs(path: Path) -> dict[str, Any]:
         BundleError: missing/unreadable file, or any other key set (message contains
             "exactly the three"; e.g. an added ``test_labels``).
     """
+    import zipfile  # noqa: PLC0415
+
     import numpy as np  # noqa: PLC0415
 
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise BundleError(f"input archive {path} is not an .npz (a zip of .npy arrays): pass --input with the "
+                          "draw's npz")
     try:
         with np.load(path, allow_pickle=False) as npz:
             keys = list(npz.files)
@@ -479,6 +484,12 @@ def run_fixture(
         raise BundleError(f"unknown --learner {learner!r}: choose one of {', '.join(LEARNERS)}")
     if learner == "rev88-fused" and device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before bundle.fused_kernels is imported
+    if energy != "none" and device != "cuda":
+        raise BundleError(f"--energy {energy} needs --device cuda: NVML measures a GPU board's energy, and a "
+                          "--device cpu run has none to measure (leave out --energy for a CPU diagnostic run)")
+    if Path(output_path).is_dir():
+        raise BundleError(f"--output {output_path} is a folder: give the record's file path, e.g. "
+                          f"{Path(output_path) / 'record.json.gz'}")
     energy_config: dict[str, Any] = {}
     if energy != "none":
         if energy_config_path is None:

@@ -115,6 +115,7 @@ class ReportReads:
         self.reports = stored_reports(f)
         self.unavailable_reason: str | None = None
         self._futures: dict[str, Future] = {}
+        self._failed: dict[str, dict[str, Any]] = {}  # reads that could not be started
         self._executor: ProcessPoolExecutor | None = None
         self.wait_s = 0.0  # main-process seconds spent waiting for reads
         self.read_s = 0.0  # worker seconds spent decompressing and reading reports
@@ -129,13 +130,19 @@ class ReportReads:
         by_size = sorted(self.reports.items(), key=lambda kv: -int(f.entries[kv[1]]["content_size_bytes"] or 0))
         for record, rel in by_size:
             entry = f.entries[rel]
-            self._futures[record] = self._executor.submit(read_stored_report, str(f.root), rel,
-                                                          entry["content_sha256"], entry["content_size_bytes"])
+            try:
+                self._futures[record] = self._executor.submit(read_stored_report, str(f.root), rel,
+                                                              entry["content_sha256"], entry["content_size_bytes"])
+            except Exception as exc:  # noqa: BLE001 - a pool whose workers died (BrokenProcessPool): a FAIL line each
+                self._failed[record] = {"status": "error", "reason": f"report read not started ({type(exc).__name__}: "
+                                        f"{exc})"}
 
     def result(self, record: str) -> Mapping[str, Any] | None:
         """The read of ``record``'s report (see :func:`read_stored_report`), or None if none was started."""
         if self.unavailable_reason is not None and record in self.reports:
             return {"status": "unavailable", "reason": self.unavailable_reason}
+        if record in self._failed:
+            return self._failed[record]
         future = self._futures.get(record)
         if future is None:
             return None

@@ -19,7 +19,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 def one_line_errors(func: F) -> F:
     """Turn a :class:`BundleError` raised by a command into one stderr line and its exit code.
 
-    No traceback is printed; any other exception propagates unchanged (a bug, not bad input).
+    A file-system error (:class:`OSError`: a path that is missing, of the wrong kind or not
+    readable/writable by this user) is one line and exit 2 too, naming the path; a broken output pipe
+    is left to click (see :func:`bundle.cli.main`). No traceback is printed; any other exception
+    propagates unchanged (a bug, not bad input).
     SIGTERM while the command runs becomes :class:`bundle.jobs.Terminated` (handled like Ctrl-C:
     the running jobs of every engine are stopped), then one line and exit 143.
     """
@@ -34,6 +37,14 @@ def one_line_errors(func: F) -> F:
         except BundleError as exc:
             print(f"rev88: error: {exc}", file=sys.stderr)
             raise typer.Exit(code=exc.exit_code) from None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            print(f"rev88: error: {exc.strerror or exc}{where}: check that path (it must exist, be a file or "
+                  "folder as the option asks, and be readable, or writable for an output, by this user)",
+                  file=sys.stderr)
+            raise typer.Exit(code=2) from None
         except Terminated:
             print("rev88: error: stopped by SIGTERM: running jobs were stopped (processes and containers killed, "
                   "Slurm jobs cancelled); a phase's staged records stay, so the same command resumes it",

@@ -23,7 +23,10 @@ def fetch(
     from rich.console import Console  # noqa: PLC0415
 
     from bundle.data import MIRRORS, fetch_raw_files  # noqa: PLC0415
+    from bundle.errors import BundleError  # noqa: PLC0415
 
+    if dest.exists() and not dest.is_dir():
+        raise BundleError(f"--dest {dest} is a file, not a folder: give the folder to download the raw files into")
     mirrors = tuple(mirror) if mirror else MIRRORS
     for row in fetch_raw_files(dest, mirrors):
         Console().print(f"{row['file']}: {row['status']} ({row['source']})")
@@ -42,6 +45,9 @@ def check(
     from bundle.errors import BundleError  # noqa: PLC0415
 
     folder = raw_dir if raw_dir is not None else default_raw_dir()
+    if folder.exists() and not folder.is_dir():
+        raise BundleError(f"--raw-dir {folder} is a file, not a folder: give the folder that holds the four "
+                          "MNIST .gz files")
     rows = raw_status(folder)
     print_table(Console(), f"MNIST raw files in {folder}", ("file", "used by rev88", "status", "size (bytes)", "sha256"),
                 [(row["file"], "yes" if row["used"] else "no", row["status"],

@@ -133,6 +133,24 @@ def test_predictions_path_for():
     assert predictions_path_for(Path("result.json")) == Path("result.predictions.npy")
 
 
+@pytest.mark.parametrize(("extra", "output_name", "expected"), [
+    (["--energy", "trial", "--energy-config", "e.json"], "r.json.gz", "needs --device cuda"),
+    (["--energy", "original", "--energy-config", "e.json"], "r.json.gz", "needs --device cuda"),
+    ([], "a-folder", "is a folder"),
+])
+def test_cpu_energy_and_a_folder_as_output_refused_before_training(tmp_path, smoke_files, extra, output_name,
+                                                                     expected):
+    """One line and exit 2 before any training: no record and no predictions file left behind."""
+    npz, cfg = smoke_files
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "e.json").write_text("{}")
+    out = tmp_path / output_name
+    proc = _fixture(["--input", str(npz), "--config", str(cfg), "--output", str(out), "--mode", "measure",
+                     "--device", "cpu", *[str(tmp_path / x) if x == "e.json" else x for x in extra]], ":16:8")
+    assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder", "e.json", "in"]
+
+
 def test_cpu_diagnostic_run_writes_record_and_predictions(tmp_path, smoke_files):
     npz, cfg = smoke_files
     out = tmp_path / "out" / "workspace-16-8.json.gz"

@@ -98,3 +98,36 @@ def test_help_prose_wraps_only_where_the_next_word_does_not_fit(command):
     for paragraph in paragraphs:
         for line, following in zip(paragraph, paragraph[1:], strict=False):
             assert len(line) + 1 + len(following.split()[0]) > text_width, (line, following)
+
+
+@pytest.mark.parametrize("args", [["data", "fetch", "--dest"], ["data", "check", "--raw-dir"]])
+def test_data_commands_refuse_a_file_for_a_folder_in_one_line(tmp_path, args):
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x\n", encoding="utf-8")
+    res = CliRunner().invoke(app, [*args, str(afile)])
+    assert res.exit_code == 2, res.output
+    assert res.stdout == ""
+    assert res.stderr == f"rev88: error: {args[2]} {afile} is a file, not a folder: " + (
+        "give the folder to download the raw files into\n" if args[1] == "fetch"
+        else "give the folder that holds the four MNIST .gz files\n")
+
+
+def test_a_file_system_error_is_one_line_naming_the_path(tmp_path):
+    """An OSError from a command (here: a folder asked for below a file) is one line and exit 2, no traceback."""
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["data", "fetch", "--dest", str(afile / "raw"), "--mirror", "file:///nonexistent"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("rev88: error: ") and str(afile) in res.stderr
+    assert "Traceback" not in res.output
+
+
+def test_verify_into_a_closed_pipe_exits_141_not_1():
+    """`rev88 verify … | head -1`: the reader goes away; the status is 141 (SIGPIPE), never the FAIL status 1.
+    (`true` reads nothing and exits at once; the verifier writes only after a second of checks.)"""
+    archive = EVIDENCE / "h200-fused-cuda-20261203c"  # no profile phase: seconds
+    proc = subprocess.run(f"{sys.executable} -m bundle.cli verify --verbose {archive} | true; "
+                          "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "141", (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr

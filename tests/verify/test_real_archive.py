@@ -94,6 +94,35 @@ def test_reports_unavailable_when_ncu_report_is_hidden(hidden_ncu_report):
     assert all(r.status is Status.UNAVAILABLE and "ncu_report is not importable" in r.reason for r in stored)
 
 
+def test_a_broken_worker_pool_is_a_fail_line_per_report_not_a_traceback(monkeypatch):
+    """Workers that die before a read is submitted (BrokenProcessPool at submit): each stored report FAILs."""
+    pytest.importorskip("ncu_report")
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    from verify import ncu_reports  # noqa: PLC0415
+
+    class Broken:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def submit(self, *_: object) -> None:
+            raise BrokenProcessPool("a child process terminated abruptly")
+
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            pass
+
+    monkeypatch.setattr(ncu_reports, "ProcessPoolExecutor", Broken)
+    files = verify_run_archive(REAL)
+    files.background = ReportReads(files)
+    try:
+        verdicts = [r for r in run_profile.check_profile_phase(files) if r.check_id == "profile.ncu_report"]
+    finally:
+        files.background.close()
+    stored = [r for r in verdicts if "is not in the archive" not in r.reason]
+    assert len(stored) == 4
+    assert all(r.status is Status.FAIL and "report read not started (BrokenProcessPool" in r.reason for r in stored)
+
+
 def test_one_byte_in_each_kind_of_file_fails_naming_it(tmp_path, hidden_ncu_report):
     root = _copy(tmp_path)
     for rel in ONE_OF_EACH_KIND:
