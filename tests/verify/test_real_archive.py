@@ -82,14 +82,19 @@ def test_stored_reports_cross_check_through_ncu_report(report):
                for r in done)
 
 
-def test_reports_unavailable_when_ncu_report_is_hidden(hidden_ncu_report):
+def _stored_report_verdicts() -> list:
+    """The ``profile.ncu_report`` verdicts of the shipped archive's stored reports (reads started as verify does)."""
     files = verify_run_archive(REAL)
     files.background = ReportReads(files)
     try:
         verdicts = [r for r in run_profile.check_profile_phase(files) if r.check_id == "profile.ncu_report"]
     finally:
         files.background.close()
-    stored = [r for r in verdicts if "is not in the archive" not in r.reason]
+    return [r for r in verdicts if "is not in the archive" not in r.reason]
+
+
+def test_reports_unavailable_when_ncu_report_is_hidden(hidden_ncu_report):
+    stored = _stored_report_verdicts()
     assert len(stored) == 4
     assert all(r.status is Status.UNAVAILABLE and "ncu_report is not importable" in r.reason for r in stored)
 
@@ -112,13 +117,7 @@ def test_a_broken_worker_pool_is_a_fail_line_per_report_not_a_traceback(monkeypa
             pass
 
     monkeypatch.setattr(ncu_reports, "ProcessPoolExecutor", Broken)
-    files = verify_run_archive(REAL)
-    files.background = ReportReads(files)
-    try:
-        verdicts = [r for r in run_profile.check_profile_phase(files) if r.check_id == "profile.ncu_report"]
-    finally:
-        files.background.close()
-    stored = [r for r in verdicts if "is not in the archive" not in r.reason]
+    stored = _stored_report_verdicts()
     assert len(stored) == 4
     assert all(r.status is Status.FAIL and "report read not started (BrokenProcessPool" in r.reason for r in stored)
 
