@@ -14,13 +14,16 @@ import typer
 from bundle.errors import BundleError
 
 F = TypeVar("F", bound=Callable[..., Any])
+PATH_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError)
+"""The :class:`OSError` kinds that say what is wrong with a path a user gave (when they name the file)."""
 
 
 def one_line_errors(func: F) -> F:
     """Turn a :class:`BundleError` raised by a command into one stderr line and its exit code.
 
-    A file-system error (:class:`OSError`: a path that is missing, of the wrong kind or not
-    readable/writable by this user) is one line and exit 2 too, naming the path; a broken output pipe
+    An error about a path (:data:`PATH_ERRORS` naming a file: missing, of the wrong kind, or not
+    readable/writable by this user) is one line and exit 2 too, naming the path; other OS errors (a
+    full disk, a library that fails to load, a refused connection) propagate, and a broken output pipe
     is left to click (see :func:`bundle.cli.main`). No traceback is printed; any other exception
     propagates unchanged (a bug, not bad input).
     SIGTERM while the command runs becomes :class:`bundle.jobs.Terminated` (handled like Ctrl-C:
@@ -37,12 +40,11 @@ def one_line_errors(func: F) -> F:
         except BundleError as exc:
             print(f"rev88: error: {exc}", file=sys.stderr)
             raise typer.Exit(code=exc.exit_code) from None
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            print(f"rev88: error: {exc.strerror or exc}{where}: check that path (it must exist, be a file or "
-                  "folder as the option asks, and be readable, or writable for an output, by this user)",
+        except PATH_ERRORS as exc:
+            if not exc.filename:
+                raise
+            print(f"rev88: error: {exc.strerror or exc} ({exc.filename}): check that path (it must exist, be a "
+                  "file or folder as the option asks, and be readable, or writable for an output, by this user)",
                   file=sys.stderr)
             raise typer.Exit(code=2) from None
         except Terminated:

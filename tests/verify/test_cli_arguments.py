@@ -131,3 +131,29 @@ def test_verify_into_a_closed_pipe_exits_141_not_1():
                           capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "141", (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("exc", "one_line"), [
+    (PermissionError(13, "Permission denied", "/some/raw/file.gz"), True),
+    (FileNotFoundError(2, "No such file or directory", "/some/missing"), True),
+    (OSError(28, "No space left on device"), False),  # not about a path a user gave: propagates
+    (OSError("libtorch_cuda.so: undefined symbol: x"), False),
+    (FileNotFoundError(2, "No such file or directory"), False),  # names no path
+])
+def test_only_errors_about_a_named_path_become_one_line(capsys, exc, one_line):
+    import typer  # noqa: PLC0415
+
+    from bundle.commands import one_line_errors  # noqa: PLC0415
+
+    @one_line_errors
+    def command() -> None:
+        raise exc
+
+    if one_line:
+        with pytest.raises(typer.Exit):
+            command()
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and exc.filename in err and err.startswith("rev88: error: ")
+    else:
+        with pytest.raises(type(exc)):
+            command()

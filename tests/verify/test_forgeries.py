@@ -459,18 +459,52 @@ def test_original_without_the_restored_files_reads_unavailable_again(tmp_path):
     assert {r.status for r in rep if r.check_id == "original.accuracy.rescored"} == {Status.UNAVAILABLE}
 
 
-def test_samples_vs_counter_skips_windows_after_the_sampler_stopped_but_fails_a_gap():
-    """Samples ending for good (field 186 stopped answering) leave the later windows uncompared; the active
-    window's samples cut out while the sampler ran on fail."""
+def test_samples_vs_counter_leaves_windows_after_the_sampler_stopped_unavailable_but_fails_a_gap():
+    """Samples ending for good (field 186 stopped answering) leave the later windows UNAVAILABLE, never PASS; no
+    samples at all leave every window so; the active window's samples cut out while the sampler ran on fail; a
+    record sampled every 0.5 s (every tenth sample kept) is compared against its own interval."""
     from verify.checks.energy import check_samples_vs_counter  # noqa: PLC0415
 
     trial = _read(REAL, TRIAL)["energy"]["trials"][0]
     a0, a1 = trial["active"]["start"]["time_s"], trial["active"]["end"]["time_s"]
-    (whole,) = check_samples_vs_counter(trial, subject="s", where="w")
+
+    def verdicts(samples: list, interval: float | None = 0.05) -> list:
+        return check_samples_vs_counter(dict(trial, power_samples=samples), subject="s", where="w",
+                                        sample_interval_s=interval)
+
+    (whole,) = verdicts(trial["power_samples"])
     assert whole.status is Status.PASS and len(whole.recomputed) == 3
-    stopped = dict(trial, power_samples=[s for s in trial["power_samples"] if s["time_s"] < a0])
-    (verdict,) = check_samples_vs_counter(stopped, subject="s", where="w")
-    assert verdict.status is Status.PASS and len(verdict.recomputed) == 1  # idle_before only
-    gap = dict(trial, power_samples=[s for s in trial["power_samples"] if not a0 <= s["time_s"] <= a1])
-    (verdict,) = check_samples_vs_counter(gap, subject="s", where="w")
-    assert verdict.status is Status.FAIL and "active holds 0 samples" in verdict.reason
+    compared, left = verdicts([s for s in trial["power_samples"] if s["time_s"] < a0])
+    assert compared.status is Status.PASS and len(compared.recomputed) == 1  # idle_before only
+    assert left.status is Status.UNAVAILABLE and "active, idle_after" in left.reason
+    (none,) = verdicts([])
+    assert none.status is Status.UNAVAILABLE and "idle_before, active, idle_after" in none.reason
+    (gap,) = verdicts([s for s in trial["power_samples"] if not a0 <= s["time_s"] <= a1])
+    assert gap.status is Status.FAIL and "active holds 0 samples" in gap.reason
+    tenth = trial["power_samples"][::10]
+    assert verdicts(tenth, None)[0].status is Status.FAIL  # 6 idle samples < 10 without the interval
+    (sparse,) = verdicts(tenth, 0.5)
+    assert sparse.status is Status.PASS and len(sparse.recomputed) == 3
+
+
+def test_counter_order_fails_a_stamp_or_a_log_read_out_of_order():
+    """A trial whose idle window ends above the active window's start, and a log whose counter read starts
+    before the previous one ended, each fail their counter_order check (and nothing else here)."""
+    from verify.checks import energy, run_nvml  # noqa: PLC0415
+
+    rec = _read(REAL, TRIAL)
+    trial = copy.deepcopy(rec["energy"]["trials"][0])
+    trial["idle_before"]["end"]["energy_mj"] = trial["active"]["start"]["energy_mj"] + 1
+    order = [r for r in energy.check_trial(trial, index=0, repeats=trial["invocations"], subject="s", where="w",
+                                           settle_s=2) if r.check_id == "energy.trial.counter_order"]
+    assert [r.status for r in order] == [Status.FAIL] and "goes backwards" in order[0].reason
+    lines = [json.loads(x) for x in gzip.decompress((REAL / TRIAL_LOG).read_bytes()).decode().splitlines()]
+    reads = _counter_reads(lines)
+    reads[5]["t_start_s"] = reads[4]["t_end_s"] - 1e-3  # overlaps the read before it
+    verdicts = {r.check_id: r for r in run_nvml.check_record_log(rec["energy"], lines, subject="s", where="w",
+                                                                  log_rel=TRIAL_LOG)}
+    assert verdicts["energy.nvml_log.counter_order"].status is Status.FAIL
+    clean = {r.check_id: r for r in run_nvml.check_record_log(
+        rec["energy"], [json.loads(x) for x in gzip.decompress((REAL / TRIAL_LOG).read_bytes()).decode().splitlines()],
+        subject="s", where="w", log_rel=TRIAL_LOG)}
+    assert clean["energy.nvml_log.counter_order"].status is Status.PASS

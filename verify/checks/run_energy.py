@@ -78,7 +78,8 @@ def check_record_energy(rec: dict, *, subject: str, where: str) -> list[CheckRes
     for i, trial in enumerate(trials):
         w = f"{where}: trials.{i}"
         out += energy.check_trial(trial, index=get_int(settings, "trial", where), repeats=repeats, subject=subject,
-                                  where=w, settle_s=settle, min_idle_s=min_idle)
+                                  where=w, settle_s=settle, min_idle_s=min_idle,
+                                  sample_interval_s=settings.get("sample_interval_s"))
         if get(settings, "align_stamps", bool, where):
             polls = [get(trial, f"{win}.{end}.polls", int, w) for win in ("idle_before", "active", "idle_after")
                      for end in ("start", "end")]
