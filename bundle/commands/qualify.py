@@ -56,7 +56,12 @@ def register(app: typer.Typer) -> None:
         if learner != "rev88" and fresh_process is False:
             raise BundleError(f"--learner {learner} runs in fresh fixture processes: drop --in-process")
         runner = InProcessRunner(device)
-        if fresh_process if fresh_process is not None else (device == "cuda" or learner != "rev88"):
+        fresh = fresh_process if fresh_process is not None else (device == "cuda" or learner != "rev88")
+        if boards is not None and (not fresh or not boards.strip()):
+            raise BundleError("--boards places fresh-process draws on named boards: " + (
+                "give at least one board UUID (GPU-…)" if fresh else
+                "drop it, or pass --fresh-process (the in-process run uses this process's device)"))
+        if fresh:
             from bundle.boards import parse_board_list  # noqa: PLC0415
             from bundle.jobs import SubprocessEngine  # noqa: PLC0415
             from bundle.phases.fixture_runner import FreshProcessRunner  # noqa: PLC0415

@@ -157,3 +157,16 @@ def test_only_errors_about_a_named_path_become_one_line(capsys, exc, one_line):
     else:
         with pytest.raises(type(exc)):
             command()
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    (["--boards", "GPU-00000000-0000-0000-0000-000000000000"], "drop it, or pass --fresh-process"),
+    (["--fresh-process", "--boards", ""], "give at least one board UUID"),
+])
+def test_qualify_boards_without_fresh_processes_or_empty_is_refused(tmp_path, extra, expected):
+    """--boards only places fresh-process draws: ignored in process it would be a silent no-op."""
+    pytest.importorskip("torch")
+    res = CliRunner().invoke(app, ["qualify", "--device", "cpu", "--out", str(tmp_path / "q"), "--draws", "0", *extra])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and expected in res.stderr
+    assert not (tmp_path / "q").exists()
