@@ -115,7 +115,6 @@ class ReportReads:
         self.reports = stored_reports(f)
         self.unavailable_reason: str | None = None
         self._futures: dict[str, Future] = {}
-        self._failed: dict[str, dict[str, Any]] = {}  # reads that could not be started
         self._executor: ProcessPoolExecutor | None = None
         self.wait_s = 0.0  # main-process seconds spent waiting for reads
         self.read_s = 0.0  # worker seconds spent decompressing and reading reports
@@ -134,15 +133,14 @@ class ReportReads:
                 self._futures[record] = self._executor.submit(read_stored_report, str(f.root), rel,
                                                               entry["content_sha256"], entry["content_size_bytes"])
             except Exception as exc:  # noqa: BLE001 - a pool whose workers died (BrokenProcessPool): a FAIL line each
-                self._failed[record] = {"status": "error", "reason": f"report read not started ({type(exc).__name__}: "
-                                        f"{exc})"}
+                failed: Future = Future()
+                failed.set_result({"status": "error", "reason": f"report read not started ({type(exc).__name__}: {exc})"})
+                self._futures[record] = failed
 
     def result(self, record: str) -> Mapping[str, Any] | None:
         """The read of ``record``'s report (see :func:`read_stored_report`), or None if none was started."""
         if self.unavailable_reason is not None and record in self.reports:
             return {"status": "unavailable", "reason": self.unavailable_reason}
-        if record in self._failed:
-            return self._failed[record]
         future = self._futures.get(record)
         if future is None:
             return None

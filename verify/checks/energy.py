@@ -85,6 +85,12 @@ def check_interval(interval: dict, *, subject: str, where: str, kind: str, settl
     return out
 
 
+def _window(trial: dict, name: str, where: str) -> tuple[float, float, float]:
+    """Window *name* of a trial from its two stamps: (start time_s, end time_s, energy in J)."""
+    joules = (get_int(trial, f"{name}.end.energy_mj", where) - get_int(trial, f"{name}.start.energy_mj", where)) / 1000.0
+    return get_float(trial, f"{name}.start.time_s", where), get_float(trial, f"{name}.end.time_s", where), joules
+
+
 def recompute_trial(trial: dict, where: str) -> dict[str, float]:
     """Per-task figures of one trial from its raw stamps (spec 5 step 5).
 
@@ -95,9 +101,8 @@ def recompute_trial(trial: dict, where: str) -> dict[str, float]:
     invocations = get_int(trial, "invocations", where)
 
     def interval(name: str) -> tuple[float, float]:
-        dur = get_float(trial, f"{name}.end.time_s", where) - get_float(trial, f"{name}.start.time_s", where)
-        joules = (get_int(trial, f"{name}.end.energy_mj", where) - get_int(trial, f"{name}.start.energy_mj", where)) / 1000.0
-        return dur, joules
+        t0, t1, joules = _window(trial, name, where)
+        return t1 - t0, joules
 
     idle_b, idle_a, active = interval("idle_before"), interval("idle_after"), interval("active")
     paired = (idle_b[1] / idle_b[0] + idle_a[1] / idle_a[0]) / 2.0
@@ -184,7 +189,7 @@ def check_samples_vs_counter(trial: dict, *, subject: str, where: str,
     bad, seen, ended = [], [], []
     last_t = max((t for t, _ in points), default=-math.inf)
     for name in ("idle_before", "active", "idle_after"):
-        t0, t1 = get_float(trial, f"{name}.start.time_s", where), get_float(trial, f"{name}.end.time_s", where)
+        t0, t1, joules = _window(trial, name, where)
         watts = np.array([w for t, w in points if t0 <= t <= t1], dtype=np.float64)
         least = MIN_WINDOW_SAMPLES
         if isinstance(sample_interval_s, int | float) and sample_interval_s > 0 and t1 > t0:
@@ -197,8 +202,7 @@ def check_samples_vs_counter(trial: dict, *, subject: str, where: str,
             continue
         if t1 <= t0:
             continue  # energy.trial.window_order / energy.interval.order fail it
-        counter_w = (get_int(trial, f"{name}.end.energy_mj", where) - get_int(trial, f"{name}.start.energy_mj", where)) \
-            / 1000.0 / (t1 - t0)
+        counter_w = joules / (t1 - t0)
         mean, se = float(watts.mean()), float(watts.std(ddof=1)) / math.sqrt(watts.size)
         allowed = max(SAMPLE_SLACK_W, SAMPLE_SLACK_REL * abs(counter_w)) + 4 * se
         seen.append(round(mean - counter_w, 4))
