@@ -1,6 +1,6 @@
 """Merge completed phases of several run archives into one archive, then rewrite its manifest.
 
-Used when the phases of one run were executed in separate device sessions (each a fresh
+Used when the phases of one run were executed in separate device calls (each on a fresh
 machine): the completed phase folders are copied unchanged, ``environment.json.gz`` lists
 every execution (each with its own GPU UUID), and ``manifest.json`` is regenerated over the
 result. Hidden folders (``.work``, ``.staging``) are never copied. ``--drop NAME`` removes
