@@ -4,6 +4,7 @@ command stands in for rev88, so no GPU is needed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -82,3 +83,32 @@ def test_gpu_host_run_runs_the_command_into_the_run_folder_and_packs_it(tmp_path
     with tarfile.open(back / "h200-test.tgz") as tar:
         names = sorted(tar.getnames())
     assert names == ["h200-test", "h200-test/qualify", "h200-test/qualify/draw-00.json"]   # no *.ncu-rep scratch
+
+
+def _run_folder(root: Path, phase: str, run_id: str, source: bytes | None) -> Path:
+    """A small completed run folder: one phase with one record, its environment, maybe a kernel source."""
+    from bundle import archive  # noqa: PLC0415
+
+    run = archive.RunArchive(root)
+    with run.phase(phase) as stage:
+        archive.write_json_gz(stage / "record.json.gz", {"phase": phase})
+    archive.write_json_gz(root / "environment.json.gz", {"schema_version": 1, "run_id": run_id,
+                                                         "executions": [{"phases": [phase], "gpu_uuid": run_id}]})
+    if source is not None:
+        archive.write_bytes_gz(root / "fused_cuda.cu.gz", source)
+    run.write_manifest()
+    return root
+
+
+def test_merge_archives_carries_the_kernel_source_and_refuses_two(tmp_path: Path) -> None:
+    a = _run_folder(tmp_path / "a", "qualify", "a", b"// source\n")
+    b = _run_folder(tmp_path / "b", "energy", "b", None)
+    c = _run_folder(tmp_path / "c", "profile", "c", b"// another source\n")
+    res = _run("merge_archives.py", "--dest", str(tmp_path / "merged"), str(a), str(b))
+    assert res.returncode == 0, res.stderr
+    merged = tmp_path / "merged"
+    assert (merged / "fused_cuda.cu.gz").read_bytes() == (a / "fused_cuda.cu.gz").read_bytes()
+    files = {e["path"] for e in json.loads((merged / "manifest.json").read_text())["files"]}
+    assert {"fused_cuda.cu.gz", "qualify/record.json.gz", "energy/record.json.gz", "environment.json.gz"} <= files
+    res = _run("merge_archives.py", "--dest", str(tmp_path / "two"), str(a), str(c))
+    assert res.returncode != 0 and "one kernel source" in res.stderr and not (tmp_path / "two" / "manifest.json").exists()
