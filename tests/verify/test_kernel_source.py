@@ -200,3 +200,21 @@ def test_the_writer_refuses_records_of_another_source_and_a_second_source(tmp_pa
         "name": "rev88-fused", "kernel_tool": "cuda", "kernel_source_sha256": _sha(CURRENT)}}})
     with pytest.raises(BundleError, match="holds one kernel source"):
         store_kernel_source(run_dir, stage)
+
+
+def test_the_report_describes_the_layout_the_verifier_read() -> None:
+    """The report's words for the launch layout: from the verified source's block, else from the legacy entry,
+    else that it does not know (never a layout from a verdict that did not PASS)."""
+    from verify.report import _cuda_layout_text  # noqa: PLC0415
+    from verify.result import VerifyReport, failed, passed  # noqa: PLC0415
+
+    declared = {**parse_layout(CURRENT.decode()), "threads": {"unit": 32, "least": 6, "most": 12}}
+    verified = VerifyReport("a", "run", [passed("energy.learners.kernel_source", KERNEL_SOURCE_REL,
+                                                recomputed=declared)])
+    text = _cuda_layout_text(verified, _sha(CURRENT))
+    assert "carries declares" in text and "32 x 6 to 12 threads" in text and "7,556 floats apart" in text
+    refused = VerifyReport("a", "run", [failed("energy.learners.kernel_source", KERNEL_SOURCE_REL, "x",
+                                               recomputed=declared)])
+    assert "does not know" in _cuda_layout_text(refused, _sha(CURRENT))
+    legacy = _cuda_layout_text(VerifyReport("a", "run"), RAN)
+    assert "legacy entry" in legacy and "pushed exchange" in legacy and "16-row arrays" in legacy
