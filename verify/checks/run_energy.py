@@ -176,11 +176,12 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
 #: the line of that source that declares its launch layout: the mark, then one JSON object (:func:`parse_layout`)
 LAYOUT_MARK = "// rev88-layout: "
-#: legacy: remove when issue 44 remakes these archives. The layout blocks of the two kernel sources that the
-#: kept fused archives ran, made before archives carried their source: 0ac8be88… (evidence/h200-fused-cuda-
-#: 20261204e, G = 2) and 9da9db69… (evidence/h200-fused-cuda-20261205, G = 8; it has the pushed exchange).
-#: Both are bundle/fused_cuda.cu before the layout block was added (git history), with the block the current
-#: source declares (the same layout: 16-row arrays, partial buffers 7,556 floats apart).
+# --- legacy: remove when issue 44 remakes these archives ----------------------------------------------------
+#: The layouts of the two kernel sources that the kept fused archives ran, made before archives carried their
+#: source: 0ac8be88… (evidence/h200-fused-cuda-20261204e, G = 2) and 9da9db69… (evidence/h200-fused-cuda-20261205,
+#: G = 8). Both are bundle/fused_cuda.cu of git history, before it declared its layout; each entry is the block
+#: the current source declares (its code differs from 9da9db69… in no line nvcc compiles: tests/test_fused_cuda.py),
+#: less the pushed exchange for 0ac8be88…, which came after it.
 LEGACY_LAYOUTS = {
     "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": {
         "threads": {"unit": 32, "least": 5, "most": 16}, "cluster": True, "cluster_split": True, "push": False,
@@ -189,6 +190,7 @@ LEGACY_LAYOUTS = {
         "threads": {"unit": 32, "least": 5, "most": 16}, "cluster": True, "cluster_split": True, "push": True,
         "shared": {"partial_floats": 7556, "rows16": True}},
 }
+# --- end of legacy --------------------------------------------------------------------------------------------
 #: a source whose layout is unknown (an archive without its source: energy.learners.kernel_source FAILs it):
 #: whole warps, at most CUDA's 1,024 threads per block, no cluster rule, no shared-memory figure
 GENERIC_LAYOUT = {"threads": {"unit": 32, "least": 1, "most": 32}}
