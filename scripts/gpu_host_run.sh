@@ -65,6 +65,9 @@ else
   [ -z "$PHASES" ] || CMD+=(--phases "$PHASES")
 fi
 
+if [ "${CMD[1]:-}" = -m ] && [ "${CMD[2]:-}" = bundle.cli ] && [ ! -f bundle/cli.py ]; then
+  refuse "rev88 runs from the repository root (bundle/cli.py is not in $PWD): cd there first"
+fi
 mkdir -p "$OUT_DIR" || exit 2
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 n=$(( $( (cat "$OUT_DIR/calls.txt" 2>/dev/null || true) | wc -l) + 1 ))

@@ -50,6 +50,8 @@ def test_help(script: str) -> None:
     ("gpu_host_run.sh", ["--phases", "qualify", "run", "--", "rev88", "qualify", "--out", "{run}"],
      "options of reproduce"),
     ("gpu_host_run.sh", ["run", "--", "echo", "hello"], "as {run}"),
+    ("gpu_host_run.sh", ["run"], "repository root"),   # reproduce from a folder that is not the checkout
+    ("gpu_host_run.sh", ["run", "--", "rev88", "qualify", "--out", "{run}"], "repository root"),
     ("record_ncu.sh", ["--ncu"], "unknown option --ncu"),
     ("record_ncu.sh", ["ncu", "more"], "at most one"),
     ("merge_archives.py", ["--dest"], "--dest"),
@@ -112,3 +114,16 @@ def test_merge_archives_carries_the_kernel_source_and_refuses_two(tmp_path: Path
     assert {"fused_cuda.cu.gz", "qualify/record.json.gz", "energy/record.json.gz", "environment.json.gz"} <= files
     res = _run("merge_archives.py", "--dest", str(tmp_path / "two"), str(a), str(c))
     assert res.returncode != 0 and "one kernel source" in res.stderr and not (tmp_path / "two" / "manifest.json").exists()
+
+
+def test_gpu_host_run_runs_rev88_from_the_checkout(tmp_path: Path) -> None:
+    """``rev88`` in the command is this checkout's CLI under --python: one CPU draw into a run folder, packed
+    with its manifest (a GPU host runs ``rev88 reproduce`` the same way)."""
+    res = _run("gpu_host_run.sh", "--python", sys.executable, "--out", str(tmp_path / "back"),
+               str(tmp_path / "cpu-run"), "--", "rev88", "qualify", "--device", "cpu", "--draws", "0", "--out", "{run}")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    with tarfile.open(tmp_path / "back" / "cpu-run.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"cpu-run/manifest.json", "cpu-run/qualify/draw-00.json.gz", "cpu-run/qualify/accuracy.json.gz"} <= names
+    assert f"-m bundle.cli qualify --device cpu --draws 0 --out {tmp_path / 'cpu-run'} rc=0" in (
+        tmp_path / "back" / "calls.txt").read_text()
