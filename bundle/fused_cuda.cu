@@ -2,6 +2,13 @@
 // RawModule; host side bundle/fused_cuda.py). The bytes of this file are what
 // bundle.fused_cuda.kernel_source_sha256 hashes and every record of this kernel names.
 //
+// The launch layout this source declares, one JSON object on the next line, read by the offline verifier
+// from the copy an archive carries (fused_cuda.cu.gz; verify.checks.run_energy.parse_layout):
+// threads per training block = unit x (least..most), the cluster update (cluster_split: it may be split;
+// push: the pushed exchange), and the shared-memory facts of its layout (bundle.fused_cuda.train_shared_bytes):
+// partial_floats between the two partial buffers (PSTR), rows16: 16-row arrays for blocks of up to 16 rows.
+// rev88-layout: {"threads": {"unit": 32, "least": 5, "most": 16}, "cluster": true, "cluster_split": true, "push": true, "shared": {"partial_floats": 7556, "rows16": true}}
+//
 // Same procedure as bundle/fused_kernels.py (spec 2 and 3): the 82-lift 4x - 0.5 plus a zero
 // coordinate split into halves of 41, two additive coupling blocks (four bias-free 41x41 branches
 // relu -> linear -> x alpha), the 82 -> 10 head with bias, mean cross-entropy, the reversible
@@ -274,7 +281,7 @@ __device__ __forceinline__ void barrier_wait(unsigned* sync, unsigned target, un
 // their shared memory only, so the arrive is relaxed after a release fence restricted to this block's
 // shared memory at cluster scope: the blocks that read this thread's earlier writes after their wait see
 // them. A plain arrive's release also orders global memory, at GPU scope (MEMBAR.ALL.GPU and ERRBAR in
-// SASS; about 800 cycles per step at G = 4 and 8 on an H200: docs/measurements/fused-cuda-ceiling-20261204).
+// SASS; about 800 cycles per step at G = 4 and 8 on an H200: docs/results/fused-learner.md).
 // The other direction, a block overwriting what another block read from it, is not ordered by these
 // fences (the acquire fence over shared::cluster reads does not order them before a relaxed arrive in the
 // memory model; it stays because the measured and archived code was compiled with it): every remote
@@ -855,7 +862,7 @@ __device__ __forceinline__ void relu_right(float* RR, const float* R) {
     }
 }
 
-// Measurement build only (-DREV88_PHASE_CLOCK, scripts/fused_cuda_phases.py; never in a record): thread 0
+// Measurement build only (-DREV88_PHASE_CLOCK, the cycle counts of docs/results/fused-learner.md; never in a record): thread 0
 // (warp 0, a weight-gradient warp) and thread 32 * NWG (the first of the others) each add the SM
 // cycles (clock64) between the marks of every step to rev88_phase_cycles[block][thread][mark].
 #ifdef REV88_PHASE_CLOCK
@@ -1192,7 +1199,7 @@ rev88_train(const float* __restrict__ init, float* __restrict__ params_out, floa
             if (threadIdx.x == 0) atomicAdd(sync, 1u);
             // a quad per read, stored before the next read (all reads first took about 1,300 cycles more per
             // step at G = 4 and 8; the quads rotated by block and the offsets kept in registers about 1,200
-            // fewer at G = 8: docs/measurements/fused-cuda-16-rows-20261204)
+            // fewer at G = 8: docs/results/fused-learner.md)
 #pragma unroll
             for (int j = 0; j < GR; j += 4) {
                 const int k = gentry(first, j);

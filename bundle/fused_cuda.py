@@ -19,7 +19,7 @@ its preparation, hashes and outputs); what differs is the kernels:
 * prediction, ``rev88_predict``: blocks of :data:`PREDICT_ROWS` query rows.
 
 Why CUDA C++ through CuPy: the Triton kernels (kernel tool ``triton``) stage every product through
-global memory in padded 64-wide tiles and spill registers (docs/measurements); here the
+global memory in padded 64-wide tiles and spill registers (docs/results/fused-learner.md); here the
 shared-memory layout, the thread mapping and the barrier are written out. CuPy
 compiles with NVRTC at run time, so no CUDA toolkit or C++ extension build is needed on the host,
 and its kernels take torch's CUDA tensors zero-copy (``__cuda_array_interface__``), so every buffer
@@ -59,7 +59,7 @@ SHARED_PARAMS = 8 * HALF * WEIGHT_STRIDE + 10 * 88 + 82 * 10 + 12   # shared flo
 WARPS = 12                # warps per block of both kernels (fused_cuda.cu NW): 384 threads. H200 GPU-073d795d, draw 0,
                           # training on CUDA events, the revision just before 93597b73: at G = 2 (the least energy)
                           # 4.16 ms against 4.24 at 16 warps, at G = 4 3.13 against 3.20
-                          # (docs/measurements/fused-cuda-phases-20261203/c-second-revision); 12 warps also keep
+                          # (docs/results/fused-learner.md); 12 warps also keep
                           # the update's offsets in registers (fused_cuda.cu KEEP_CODES)
 MIN_WARPS, MAX_WARPS = 5, 16   # four take weight gradients, at least one the rows; 16: 512 threads, 128 registers
 PREDICT_ROWS = 64         # query rows per predict block
@@ -70,9 +70,9 @@ MAX_CLUSTER = 8           # blocks of one portable thread-block cluster (sm_90 o
 CLUSTER_NVRTC = (12, 8)   # the cluster barrier's restricted fences (PTX ISA 8.6, source 0ac8be88… on) need NVRTC 12.8+
 SPLIT_FROM = 16           # the default split (the fixture's) with the grid barrier: from this many blocks on (H200
                           # GPU-007a355d, draw 0, kernel 4764c796: G=8 3.42 ms/task split against 3.27 unsplit, G=16
-                          # 3.33 against 3.50; docs/measurements/fused-cuda-probe-20261203e)
+                          # 3.33 against 3.50; docs/results/fused-learner.md)
 CLUSTER_SPLIT_FROM = 4    # the default split with the cluster: from this many blocks on (block 0's cycles per step,
-                          # docs/measurements/fused-cuda-vec-split-20261204/c-archive-call, GPU-beca542f, source
+                          # docs/results/fused-learner.md, GPU-beca542f, source
                           # 352ca9b5: G=4 33,411 split against 35,755 unsplit, G=8 30,070 split; on GPU-632cf3fa
                           # the trial's G=8 unsplit took 40,276; G=2 48,896 unsplit against 50,792 split on
                           # GPU-f643c17f; G=3 was never run unsplit with this source, so it stays unsplit)
@@ -230,8 +230,8 @@ class CudaFusedTask(FusedTask):
             NVRTC before 12.8), or the kernels do not compile or do not fit the GPU's shared memory.
     """
 
-    #: extra NVRTC options of a measurement subclass (scripts/fused_cuda_phases.py adds
-    #: ``-DREV88_PHASE_CLOCK``); empty in every task the protocol runs.
+    #: extra NVRTC options of a measurement subclass (the phase-clock build, ``-DREV88_PHASE_CLOCK``, whose
+    #: cycle counts docs/results/fused-learner.md cites); empty in every task the protocol runs.
     extra_defines: tuple[str, ...] = ()
 
     def __init__(self, train_images, train_labels, test_images, config=None, *, device: str = "cuda",

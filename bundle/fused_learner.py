@@ -28,7 +28,7 @@ The arithmetic is float32 throughout and no product uses TF32, but the summation
 the products differs from cuBLAS's and from the CPU's (and on the GPU triton may contract a
 multiply and an add into one FMA, its default), so final parameters, velocities and scores
 are not the frozen learner's bits; predictions are compared with the frozen ones
-(tests/test_fused_learner.py, scripts/fused_device.py). Products are summed on the GPU in
+(tests/test_fused_learner.py; on an H200: docs/results/fused-learner.md). Products are summed on the GPU in
 slices of 16 over features (48 of the 64 padded columns: the rest is zero padding, skipped
 bit-exactly) and 32 over batch rows, and whole in the interpreter (compile-time constants of the
 same code: each slice costs interpreter time), so the interpreter's bits are not the GPU's either. The multi-CTA
@@ -78,7 +78,7 @@ HALF_TILE = 64            # register tile width of a 41-wide half
 CLASS_TILE = 16           # register tile width of the 10 classes
 GPU_PRODUCT_SLICE = 32    # summed-axis slice per tl.dot over batch rows on the GPU (bundle/fused_kernels.py, "Products")
 GPU_FEATURE_SLICE = 16    # ... and over features: 48 of the 64 tile columns summed (measured on an H200, draw 0:
-                          # ctas=1 21.9 ms/task against 25.2 with 32; G=8 7.6 against 9.3; docs/measurements)
+                          # ctas=1 21.9 ms/task against 25.2 with 32; G=8 7.6 against 9.3; docs/results/fused-learner.md)
 PRODUCT_SLICES = (16, 32, 64)  # the slices a FusedTask accepts (tl.dot needs >= 16; a half tile is 64)
 PRODUCT_PRECISIONS = FUSED_PRECISIONS  # tl.dot input_precision of every product (bundle/fused_kernels.py, "Products")
 DEFAULT_PRODUCT_PRECISION = PRODUCT_PRECISIONS[0]  # "ieee": float32 multiply-adds, the frozen procedure's arithmetic
@@ -90,7 +90,7 @@ MAX_BATCH_TILE = 256
 DEFAULT_TRAIN_WARPS = 8   # warps of the single-CTA training program (ctas=1)
 DEFAULT_TRAIN_CTAS = FUSED_DEFAULT_CTAS  # 1 training program by default: the single-CTA kernel, the least idle-adjusted mJ/task measured
 GRID_TRAIN_CTAS = 8       # the multi-CTA kernel's measured G (REV88_FUSED_CTAS=8): 8 × 16 rows of a 128-row batch,
-                          # 11 draws bit-equal and 2.8x faster on an H200, but more idle-adjusted mJ/task (docs/report-h200-fused-20261201-g8)
+                          # 11 draws bit-equal and 2.8x faster on an H200, but more idle-adjusted mJ/task (docs/results/fused-learner.md)
 DEFAULT_GRID_WARPS = 8    # warps of each multi-CTA training program (no spills in an offline sm_90 compile; 4 spill)
 GRID_REDUCE_BLOCK = 1024  # floats per chunk of the multi-CTA update loop on the GPU (whole state in the interpreter)
 GRID_SPIN_LIMIT = 1 << 22  # counter reads before a grid-barrier wait gives up (seconds on an H200, not minutes)
@@ -280,7 +280,7 @@ class FusedTask:
             :data:`PRODUCT_PRECISIONS`; default :data:`DEFAULT_PRODUCT_PRECISION` (``"ieee"``, the
             frozen procedure's float32 multiply-adds). ``"tf32x3"`` (tensor cores, a three-term TF32
             split of each operand, float32 accumulation) is other arithmetic: on the GPU only at
-            ``ctas`` in :data:`TF32X3_CTAS`, the counts measured (docs/measurements); in the
+            ``ctas`` in :data:`TF32X3_CTAS`, the counts measured (docs/results/fused-learner.md); in the
             interpreter as triton's interpreter computes it. Records name it
             (metadata ``learner.product_precision``).
 

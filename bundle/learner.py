@@ -9,7 +9,7 @@ The core's backward reconstructs earlier activations by subtraction (:class:`Rev
 On CUDA one invocation replays three captured graphs (reset, epoch, predict; spec 2.8);
 on CPU the same operations run eagerly. Every invocation starts from the initial weights.
 
-CPU thread count (``scripts/cpu_threads_probe.py``; measured on a 2-core AMD EPYC with torch
+CPU thread count (docs/results/workspace-study.md; measured on a 2-core AMD EPYC with torch
 2.13.0+cpu and 2.5.1+cu124 at 1, 2, 4 and 8 intra-op threads, all 11 draws): predictions,
 initial parameters and epoch orders are the same at every thread count and equal the frozen
 ones; final parameters, velocity, state vector and scores differ between thread counts (four

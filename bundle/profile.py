@@ -64,7 +64,8 @@ HIT_RATE_MAX_PERCENT = 100.0  #: the original's bound; values above it are kept 
 #: ``tests/recorded/ncu/h200-tiny-matmul.csv``), 101.26 (the rev88-fused CUDA kernel tool, task scope;
 #: refused under a former 101 bound), then for its source 93597b73… at training scope 105.19
 #: (``GPU-2583ba4c``, refused under a former 105 bound) and 109.11 on the rerun of that repeat
-#: (``GPU-1a88b7e9``, kept in evidence/h200-fused-cuda-20261203e). Values above 100 are kept and flagged
+#: (``GPU-1a88b7e9``, a profile record that git history keeps: docs/results/fused-learner.md). Values
+#: above 100 are kept and flagged
 #: (``l2_sector_hit_rate_above_100_percent``); 150 is far above that noise and far below any count.
 HIT_RATE_REFUSE_PERCENT = 150.0
 RANGE_KERNEL_NAME = "range"  #: "Kernel Name" of an app-range result (spec 6.3)

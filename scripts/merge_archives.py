@@ -1,15 +1,16 @@
 """Merge completed phases of several run archives into one archive, then rewrite its manifest.
 
-Used when the phases of one run were executed in separate device sessions (each a fresh
+Used when the phases of one run were executed in separate device calls (each on a fresh
 machine): the completed phase folders are copied unchanged, ``environment.json.gz`` lists
 every execution (each with its own GPU UUID), and ``manifest.json`` is regenerated over the
 result. Hidden folders (``.work``, ``.staging``) are never copied. ``--drop NAME`` removes
 files of that name (e.g. a derived ``input.npz`` copy that older runs stored in a phase
-folder); each dropped file is listed in ``environment.json.gz`` under ``dropped_files``.
+folder); each dropped file is listed in ``environment.json.gz`` under ``dropped_files``. A source's CUDA kernel
+source (``fused_cuda.cu.gz``) is carried over; sources that keep different ones are refused.
 
 Usage::
 
-    python scripts/merge_archives.py --dest evidence/h200-20261130 /tmp/runA /tmp/runB --drop input.npz
+    python scripts/merge_archives.py --dest evidence/h200-YYYYMMDD /tmp/runA /tmp/runB --drop input.npz
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 from pathlib import Path
 
 from bundle import archive
+from bundle.phases.fixture_runner import KERNEL_SOURCE_REL
 
 
 def main() -> None:
@@ -44,6 +46,13 @@ def main() -> None:
                                     "sha256": archive.file_sha256(path), "size_bytes": path.stat().st_size,
                                     "reason": "derived input copy; rebuilt from the raw MNIST files by the verifier"})
                     path.unlink()
+        kernel = source / KERNEL_SOURCE_REL   # the CUDA kernel source the phases' records name: one per archive
+        if kernel.is_file():
+            kept = args.dest / KERNEL_SOURCE_REL
+            if kept.exists() and kept.read_bytes() != kernel.read_bytes():
+                raise SystemExit(f"{kernel} differs from the {KERNEL_SOURCE_REL} of an earlier source: an archive "
+                                 "holds one kernel source")
+            shutil.copy2(kernel, kept)
         env = archive.read_json_gz(source / "environment.json.gz")
         executions.extend(dict(e, source_run_id=env["run_id"]) for e in env["executions"])
     merged = archive.RunArchive(args.dest)

@@ -2,7 +2,8 @@
 # Record one real Nsight Compute run of the fixture for the CPU tests (tests/recorded/ncu/).
 #
 # Runs on the GPU host, from the repository root, with the project's Python environment:
-#   PYTHON=.venv/bin/python bash scripts/record_ncu.sh [NCU]
+#   PYTHON=.venv/bin/python bash scripts/record_ncu.sh [NCU]     (NCU: the ncu executable; default: found as bundle.profile finds it)
+#   bash scripts/record_ncu.sh --help
 # Writes, for the training scope under CUBLAS_WORKSPACE_CONFIG=:16:8 (the smallest report):
 #   tests/recorded/ncu/h200-fixture-training-16-8.csv          ncu's stdout + stderr
 #   tests/recorded/ncu/h200-fixture-training-16-8.ncu-rep.gz   the exported report (gzip -9n)
@@ -10,6 +11,11 @@
 #   tests/recorded/ncu/h200-fixture-training-16-8.expected.json scope and S for the parser test
 # The command line is built by bundle.profile (the same one the phase runs).
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "record_ncu.sh: unknown option $1: the one argument is the ncu executable (--help)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "record_ncu.sh: $# arguments: give at most one, the ncu executable (--help)" >&2; exit 2; }
 PY=${PYTHON:-python3}
 DEST=tests/recorded/ncu
 NAME=h200-fixture-training-16-8

@@ -75,12 +75,15 @@ def test_a_phase_refuses_a_bad_value_before_its_first_job(tmp_path) -> None:
     assert not (out / "qualify").is_dir()
 
 
-@pytest.mark.parametrize(("archive", "env", "refused"), [
-    ("h200-fused-20261201-g8", None, True), ("h200-fused-20261201-g8", "8", False),
-    ("h200-fused-20261201-g8", "4", True), ("h200-fused-20261201", None, False),   # records before train_programs: 1
-    ("h200-fused-20261201", "8", True), ("h200-fused-20261202", "1", False), ("h200-fused-20261202", "2", True)])
-def test_a_resume_refuses_kept_records_of_another_launch_shape(monkeypatch, archive, env, refused) -> None:
-    """Kept qualify, energy and profile records of the shipped fused archives against the host's setting."""
+@pytest.mark.parametrize(("archive", "env", "refused", "unrecorded"), [
+    ("h200-fused-cuda-20261205", None, True, False), ("h200-fused-cuda-20261205", "8", False, False),
+    ("h200-fused-cuda-20261205", "4", True, False), ("h200-fused-cuda-20261204e", "2", False, False),
+    ("h200-fused-cuda-20261204e", None, True, False), ("h200-fused-cuda-20261204e", "1", False, True),
+    ("h200-fused-cuda-20261204e", "2", True, True)])   # unrecorded: records made before train_programs: 1
+def test_a_resume_refuses_kept_records_of_another_launch_shape(monkeypatch, archive, env, refused,
+                                                               unrecorded) -> None:
+    """Kept qualify, energy and profile records of the shipped fused archives (made with the CUDA tool) against
+    the host's setting; ``unrecorded``: the same records without ``train_programs``, as older code wrote them."""
     from bundle import archive as arch  # noqa: PLC0415
     from bundle.phases.fixture_runner import check_resumed_launch  # noqa: PLC0415
     from tests.conftest import REPO_ROOT  # noqa: PLC0415
@@ -90,11 +93,16 @@ def test_a_resume_refuses_kept_records_of_another_launch_shape(monkeypatch, arch
         monkeypatch.delenv(FUSED_CTAS_ENV, raising=False)
     else:
         monkeypatch.setenv(FUSED_CTAS_ENV, env)
+    monkeypatch.setenv("REV88_FUSED_KERNEL", "cuda")   # the records' kernel tool: only the launch shape differs
+    monkeypatch.delenv("REV88_FUSED_EXCHANGE", raising=False)
+    monkeypatch.delenv("REV88_FUSED_PRECISION", raising=False)
     blocks = [(arch.read_json_gz(root / "qualify" / "draw-04.json.gz").get("fixture") or {}).get("learner"),
               arch.read_json_gz(root / "energy" / "trial-r01-rev88-fused-workspace-16-8.json.gz").get("learner"),
               (arch.read_json_gz(root / "profile" / "workspace-16-8-task-r00.json.gz").get("fixture") or {}).get(
                   "learner")]
     assert all(isinstance(b, dict) and b["name"] == "rev88-fused" for b in blocks), blocks
+    if unrecorded:
+        blocks = [{k: v for k, v in b.items() if k != "train_programs"} for b in blocks]
     for block in blocks:
         if refused:
             with pytest.raises(BundleError, match="resume with REV88_FUSED_CTAS=") as info:

@@ -167,23 +167,29 @@ def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps, push
     assert len(spills) == 2 and all(a == b == "0" for a, b in spills), proc.stderr
 
 
-#: the source that evidence/h200-fused-cuda-20261204e ran, and the commit that holds it
-ARCHIVED_SOURCE = ("0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc",
-                   "2b1c9f44b65ced083f8033ed7d3d6129754544b1")
+#: the sources the kept fused archives ran (made before archives carried their source; the verifier's legacy
+#: layouts, verify.checks.run_energy.LEGACY_LAYOUTS), and the commits that hold them: evidence/h200-fused-cuda-
+#: 20261204e (0ac8be88…, G = 2) and evidence/h200-fused-cuda-20261205 (9da9db69…, G = 8)
+ARCHIVED_SOURCES = (("0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc",
+                     "2b1c9f44b65ced083f8033ed7d3d6129754544b1"),
+                    ("9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a",
+                     "223c55e14bb58bfb91c27cc8af21662754ab4ab8"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the CI machine has one)")
+@pytest.mark.parametrize("archived", ARCHIVED_SOURCES, ids=["0ac8be88", "9da9db69"])
 @pytest.mark.parametrize(("arch", "ctas", "split", "cluster"), [("sm_90", 2, 0, 1), ("sm_90", 3, 1, 1),
                                                                 ("sm_90", 4, 1, 1), ("sm_90", 8, 1, 1),
                                                                 ("sm_90", 8, 0, 1), ("sm_90", 16, 1, 0),
                                                                 ("sm_80", 2, 0, 0)])
-def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, arch, ctas, split, cluster) -> None:
+def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, archived, arch, ctas, split,
+                                                                  cluster) -> None:
     """Without ``-DPUSH=1`` (exchange ``"push"``, ``fused_cuda.push_possible``: the default split cluster
     update at G = 4 and 8 included),
     ``bundle/fused_cuda.cu`` since 0ac8be88… changed nothing nvcc compiles: byte-identical cubins, so
-    evidence/h200-fused-cuda-20261204e (made with 0ac8be88…, G = 2) measured the code the current source
-    builds at G = 2."""
-    sha, commit = ARCHIVED_SOURCE
+    the kept fused archives measured the code the current source builds at their shapes, and the layout the
+    current source declares is theirs."""
+    sha, commit = archived
     proc = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{commit}:bundle/fused_cuda.cu"], capture_output=True)
     assert proc.returncode == 0, f"git show {commit}: {proc.stderr.decode()[-300:]} (the tests need the git history)"
     assert hashlib.sha256(proc.stdout).hexdigest() == sha

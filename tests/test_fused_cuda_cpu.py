@@ -216,8 +216,8 @@ def test_the_pushed_exchange_is_refused_where_it_cannot_run(tmp_path) -> None:
 
 def test_a_relaxed_cluster_arrive_without_its_release_fence_is_refused() -> None:
     """The CPU stand-in of the arrive always releases, so the harness could not see a missing fence: the swap
-    refuses a source whose relaxed arrive lost it (as docs/measurements/fused-cuda-ceiling-20261204's
-    arrive-no-fence.patch has it)."""
+    refuses a source whose relaxed arrive lost it (as a trial patch of the kernel's ceiling study had it:
+    docs/results/fused-learner.md)."""
     text = fused_cuda.KERNEL_SOURCE.read_text()
     assert RELEASE_FENCE in text and ARRIVES[1] in text
     swap_in_stand_ins(text)

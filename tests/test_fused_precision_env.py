@@ -46,14 +46,17 @@ def test_the_phases_forward_it_and_refuse_a_bad_one(monkeypatch) -> None:
     (None, None, False), (None, "ieee", False), (None, "tf32x3", True),   # records before it was recorded: ieee
     ("ieee", None, False), ("ieee", "tf32x3", True), ("tf32x3", None, True), ("tf32x3", "tf32x3", False)])
 def test_a_resume_refuses_kept_records_of_another_precision(monkeypatch, recorded, env, refused) -> None:
-    """A kept record of the shipped fused archive (made before the precision was recorded), as it is and with
-    the precision its block would name now."""
-    block = (arch.read_json_gz(REPO_ROOT / "evidence" / "h200-fused-20261202" / "qualify" / "draw-04.json.gz")
+    """A kept record of a shipped fused archive without its precision (as records made before it was recorded),
+    and with the precision its block would name now."""
+    block = (arch.read_json_gz(REPO_ROOT / "evidence" / "h200-fused-cuda-20261204e" / "qualify" / "draw-04.json.gz")
              .get("fixture") or {}).get("learner")
-    assert isinstance(block, dict) and "product_precision" not in block
+    assert isinstance(block, dict) and block.get("product_precision") == "ieee"
+    block = {k: v for k, v in block.items() if k != "product_precision"}
     if recorded is not None:
         block = {**block, "product_precision": recorded}
-    monkeypatch.delenv("REV88_FUSED_CTAS", raising=False)
+    monkeypatch.setenv("REV88_FUSED_CTAS", str(block["train_programs"]))   # only the precision differs
+    monkeypatch.setenv("REV88_FUSED_KERNEL", "cuda")
+    monkeypatch.delenv("REV88_FUSED_EXCHANGE", raising=False)
     if env is None:
         monkeypatch.delenv(FUSED_PRECISION_ENV, raising=False)
     else:

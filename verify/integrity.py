@@ -68,6 +68,7 @@ CONTENT_LIMITS: tuple[tuple[str, str, int], ...] = (
     (".json", "JSON record", 16 * MiB),
     (".npy", "array", 16 * MiB),
     (".npz", "input archive", 16 * MiB),
+    (".cu.gz", "CUDA kernel source", 4 * MiB),
 )
 """(name suffix, kind, largest content in bytes): decompressed size for ``.gz``, else the file
 size; the first matching suffix applies. Shipped maxima: report 116 MiB, metric query 92 MiB,

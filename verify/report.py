@@ -28,7 +28,7 @@ from bundle import archive as archive_io
 from bundle.energy import t_quantile_975
 from bundle.errors import BundleError
 from verify import report_plots as plots
-from verify.checks.run_energy import CUDA_KERNEL_SOURCES
+from verify.checks.run_energy import LEGACY_LAYOUTS
 from verify.registry import verify_archive
 from verify.render import unavailable_groups
 from verify.result import Status, VerifyReport
@@ -541,7 +541,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
                   f"{shape['train_programs']} training blocks of {shape['train_threads']} threads, "
                   f"{shape['rows_per_program']} batch rows each, "
                   f"{_cuda_update_text(shape)}; "
-                  f"float32 FMAs; {_cuda_layout_text(shape['kernel_source_sha256'])}.", ""]
+                  f"float32 FMAs; {_cuda_layout_text(ctx.rep, shape['kernel_source_sha256'])}.", ""]
         _traffic_lines(ctx, lines, base, base_name)
         return
     programs = shape["train_programs"]
@@ -574,11 +574,23 @@ def _cuda_update_text(shape: dict) -> str:
     return "every block updating its own state copy (one grid barrier per step)"
 
 
-def _cuda_layout_text(sha: object) -> str:
-    """How the CUDA kernel source with this sha256 lays out its data
-    (:data:`verify.checks.run_energy.CUDA_KERNEL_SOURCES`), or that the report does not know."""
-    known = CUDA_KERNEL_SOURCES.get(sha) if isinstance(sha, str) else None
-    return known["layout"] if known else "a kernel source this report does not describe (see that source's header comment)"
+def _cuda_layout_text(rep: VerifyReport, sha: object) -> str:
+    """The launch layout the CUDA kernel source declares, in words: from the verified copy the archive carries
+    (``energy.learners.kernel_source``'s recomputed layout), else from the verifier's legacy entry for *sha*
+    (:data:`verify.checks.run_energy.LEGACY_LAYOUTS`), else that the report does not know it."""
+    layout = next(iter(_values(rep, "energy.learners.kernel_source").values()), None)
+    where = "the kernel source the archive carries declares"
+    if not isinstance(layout, dict):
+        layout = LEGACY_LAYOUTS.get(sha) if isinstance(sha, str) else None
+        where = "the verifier's legacy entry for this source (it predates archived sources) gives"
+    if not isinstance(layout, dict):
+        return "a launch layout this report does not know (the archive carries no verified kernel source)"
+    threads, shared = layout["threads"], layout["shared"]
+    update = ("the cluster update" + (" (which may be split" + (", with the pushed exchange)" if layout["push"] else ")")
+                                      if layout["cluster_split"] else "")) if layout["cluster"] else "no cluster update"
+    return (f"{where} blocks of {threads['unit']} x {threads['least']} to {threads['most']} threads, {update}, "
+            f"partial buffers {shared['partial_floats']:,} floats apart"
+            f"{', 16-row arrays for blocks of up to 16 rows' if shared['rows16'] else ''}")
 
 
 def _traffic_lines(ctx: _Context, lines: list[str], base: VerifyReport | None, base_name: str | None) -> None:

@@ -44,6 +44,7 @@ from bundle.phases.fixture_runner import (
     draw_inputs,
     fixture_job,
     run_fixture_job,
+    store_kernel_source,
     workspace_stem,
     write_fixture_inputs,
 )
@@ -465,6 +466,7 @@ def run_energy(run_dir: Path, *, engine: Engine, protocol: str = "interleaved", 
                 execution = records[0][4].get("execution")
         if result["original"] is not None:
             archive.write_json_gz(stage / "original-summary.json.gz", result["original"])
+        store_kernel_source(run.run_dir, stage.path)   # the CUDA tool's source beside its records
     if execution:
         run.record_execution(PHASE, execution)
     for other in further:  # the other boards' designs

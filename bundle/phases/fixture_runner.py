@@ -13,6 +13,8 @@ No torch here: the fixture process does the GPU work.
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import hashlib
 import io
 import os
 import zipfile
@@ -141,6 +143,58 @@ def engine_env(engine: Engine) -> dict[str, str]:
     if image:
         env["REV88_IMAGE_REFERENCE"] = str(image)
     return env
+
+
+#: the CUDA kernel tool's source (bundle.fused_cuda.KERNEL_SOURCE, named here without importing torch)
+CUDA_KERNEL_SOURCE = Path(__file__).resolve().parents[1] / "fused_cuda.cu"
+#: where a run folder keeps the kernel source its CUDA-tool jobs compiled (verify.checks.run_energy.KERNEL_SOURCE_REL)
+KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
+
+
+def store_kernel_source(run_dir: str | os.PathLike[str], stage: str | os.PathLike[str],
+                        source: Path = CUDA_KERNEL_SOURCE) -> Path | None:
+    """Keep the CUDA kernel source in the run folder when a phase's records ran it.
+
+    Reads every JSON record staged under *stage* (the phase's staging folder, before it completes); where a
+    ``learner`` block (the record's own, or its ``fixture``'s) names ``kernel_tool: cuda``, the bytes of
+    *source* (bundle/fused_cuda.cu, whose sha256 those blocks name as ``kernel_source_sha256``) are written
+    gzipped to ``<run_dir>/fused_cuda.cu.gz`` (:data:`KERNEL_SOURCE_REL`; atomically, listed in the
+    manifest when the phase completes). The verifier hashes that copy against the records and reads the
+    launch layout the source declares from it (``verify.checks.run_energy.parse_layout``).
+
+    Returns:
+        The path written (or already there with the same bytes), or None when no record ran the CUDA tool.
+
+    Raises:
+        BundleError: the records name another source sha256 than *source*'s (the jobs compiled other bytes than
+            this checkout holds), or the run folder already keeps another source.
+    """
+    shas = set()
+    for path in sorted(Path(stage).rglob("*.json*")):
+        if not path.is_file() or not path.name.endswith((".json", ".json.gz")):
+            continue
+        rec = archive.read_json_gz(path)
+        if not isinstance(rec, Mapping):
+            continue
+        for block in (rec.get("learner"), (rec.get("fixture") or {}).get("learner")
+                      if isinstance(rec.get("fixture"), Mapping) else None):
+            if isinstance(block, Mapping) and block.get("kernel_tool") == "cuda":
+                shas.add(str(block.get("kernel_source_sha256")))
+    if not shas:
+        return None
+    data = Path(source).read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    if shas != {sha}:
+        raise BundleError(f"the phase's CUDA-tool records name kernel source {', '.join(s[:16] + '…' for s in sorted(shas))}"
+                          f" but {source} is {sha[:16]}…: run the phase from the checkout whose kernel its jobs compile")
+    dest = Path(run_dir) / KERNEL_SOURCE_REL
+    if dest.exists():
+        kept = gzip.decompress(dest.read_bytes())
+        if kept == data:
+            return dest
+        raise BundleError(f"{dest} keeps kernel source {hashlib.sha256(kept).hexdigest()[:16]}…, this phase ran "
+                          f"{sha[:16]}…: an archive holds one kernel source; use another --out folder")
+    return archive.write_bytes_gz(dest, data)
 
 
 def check_resumed_launch(block: Any, where: str) -> None:

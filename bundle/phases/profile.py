@@ -38,7 +38,7 @@ from bundle import profile as counters
 from bundle.errors import BundleError
 from bundle.jobs import WORKSPACE_ENV, Engine, JobResult, JobSpec
 from bundle.phases.energy import learner_of
-from bundle.phases.fixture_runner import check_resumed_launch, engine_env
+from bundle.phases.fixture_runner import check_resumed_launch, engine_env, store_kernel_source
 
 PHASE = "profile"
 WORKSPACE_CONFIGS = (":4096:8", ":16:8")
@@ -49,7 +49,7 @@ MIN_REPEATS = 3
 # two runs are started at once (the second one's ncu, interpreter and imports overlap, CPU only).
 # "range": the lock is shared during CUDA initialisation and preparation and exclusive from the
 # warm-ups on; all twelve runs start at once. Measured on one H200 (GPU-f6500d35, 2026-12-01,
-# docs/report-h200-20261202/HISTORY.md) the range way's :16:8 task repeats read 0.1-0.8 % more
+# docs/results/workspace-study.md) the range way's :16:8 task repeats read 0.1-0.8 % more
 # L2 request bytes per task than the serialised way's on the same board, outside the serialised
 # repeats' 0.02 % spread (0.0-1.4 % over all four profiles against another board's serialised
 # run): it is faster but not the protocol's measurement, so the default is "process".
@@ -608,6 +608,7 @@ def run_profile(run_dir: str | Path, *, engine: Engine, repeats: int = MIN_REPEA
             "completed_at_utc": archive.utc_now(),
         }
         archive.write_json_gz(stage / "profiles.json.gz", summary)
+        store_kernel_source(run_archive.run_dir, stage.path)   # the CUDA tool's source beside its records
     for run in runs:  # one entry per board (record_execution merges equal ones)
         fixture = archive.read_json_gz(run_archive.phase_dir(PHASE) / f"{run.name}.fixture.json.gz")
         if isinstance(fixture.get("execution"), dict):

@@ -30,7 +30,7 @@ from bundle import archive
 from bundle.archive import RunArchive
 from bundle.data import DRAW_COUNT, array_sha256, dataset_seed, evaluation_labels, load_draw
 from bundle.errors import BundleError
-from bundle.phases.fixture_runner import check_resumed_launch
+from bundle.phases.fixture_runner import check_resumed_launch, store_kernel_source
 
 PHASE = "qualify"
 SCHEMA_VERSION = 1
@@ -371,6 +371,7 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
                 raise errors[0]
         accuracy = score_predictions(stage.path, draws, raw_dir)
         archive.write_json_gz(stage / "accuracy.json.gz", accuracy)
+        store_kernel_source(run.run_dir, stage.path)   # the CUDA tool's source beside its records
     _record_execution(run, records)
     equal = all(r["frozen_comparison"]["predictions_sha256_equal"] for r in records.values())
     return {"records": records, "accuracy": accuracy, "all_predictions_equal_frozen": equal}

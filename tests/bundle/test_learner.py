@@ -114,7 +114,7 @@ def test_validate_replay_eager_part_on_cpu():
 # inputs, initial parameters, epoch orders and predictions. Full final-state bits (parameters,
 # velocity, state vector, scores) depend on the CPU's kernels and the intra-op thread count
 # (torch 2.13 and 2.5.1 on an AMD EPYC: a different final state at each of 1, 2, 4, 8 threads,
-# scripts/cpu_threads_probe.py); they are only guaranteed within one process at one thread count.
+# docs/results/workspace-study.md); they are only guaranteed within one process at one thread count.
 THREAD_INDEPENDENT_KEYS = ("input_hashes", "initial_parameter_sha256", "epoch_permutation_sha256",
                            "predictions_sha256")
 

@@ -236,3 +236,37 @@ def test_interrupt_of_overlapped_draws_stops_their_jobs_and_keeps_the_finished_d
     assert (staging / "draw-00.json.gz").is_file() and (staging / "draw-00.predictions.npy").is_file()
     assert not (staging / "draw-01.json.gz").exists() and not (run_dir / "qualify").exists()
     assert seconds < 30  # not the sleeping job's 120 s
+
+
+class _CudaLabelled(qualify.InProcessRunner):
+    """The real runner, its record labelled as the CUDA kernel tool's (a ``fixture.learner`` block naming
+    ``kernel_source_sha256``), as a fresh-process fused record is."""
+
+    def __init__(self, device: str, sha: str) -> None:
+        super().__init__(device)
+        self.sha = sha
+
+    def __call__(self, draw_index, inputs):
+        predictions, metadata, extra = super().__call__(draw_index, inputs)
+        block = {"name": "rev88-fused", "kernel_tool": "cuda", "kernel_source_sha256": self.sha}
+        return predictions, metadata, {**extra, "fixture": {"learner": block}}
+
+
+def test_a_phase_that_ran_the_cuda_tool_keeps_its_source_in_the_archive(tmp_path):
+    """qualify's records name the CUDA tool: the run folder keeps bundle/fused_cuda.cu gzipped, in the manifest;
+    records of another source are refused before the phase completes; a rev88 run keeps no source."""
+    import gzip
+    import hashlib
+
+    from bundle.phases.fixture_runner import CUDA_KERNEL_SOURCE, KERNEL_SOURCE_REL
+
+    source = CUDA_KERNEL_SOURCE.read_bytes()
+    run_dir = tmp_path / "run"
+    qualify.run_qualification(run_dir, draws=[0], runner=_CudaLabelled("cpu", hashlib.sha256(source).hexdigest()))
+    assert gzip.decompress((run_dir / KERNEL_SOURCE_REL).read_bytes()) == source
+    assert KERNEL_SOURCE_REL in [f["path"] for f in archive.RunArchive(run_dir).read_manifest()["files"]]
+    with pytest.raises(BundleError, match="kernel source"):
+        qualify.run_qualification(tmp_path / "other", draws=[0], runner=_CudaLabelled("cpu", "0" * 64))
+    assert not (tmp_path / "other" / "qualify").exists() and not (tmp_path / "other" / KERNEL_SOURCE_REL).exists()
+    qualify.run_qualification(tmp_path / "plain", draws=[0], device="cpu")
+    assert not (tmp_path / "plain" / KERNEL_SOURCE_REL).exists()

@@ -125,7 +125,7 @@ def test_a_file_system_error_is_one_line_naming_the_path(tmp_path):
 def test_verify_into_a_closed_pipe_exits_141_not_1():
     """`rev88 verify … | head -1`: the reader goes away; the status is 141 (SIGPIPE), never the FAIL status 1.
     (`true` reads nothing and exits at once; the verifier writes only after a second of checks.)"""
-    archive = EVIDENCE / "h200-fused-cuda-20261203c"  # no profile phase: seconds
+    archive = EVIDENCE / "pinned-cpu-20261201"  # the smallest archive: about a second
     proc = subprocess.run(f"{sys.executable} -m bundle.cli verify --verbose {archive} | true; "
                           "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300)

@@ -22,6 +22,7 @@ arithmetic; no torch).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -32,7 +33,7 @@ from verify.checks import energy
 from verify.checks.run_common import compare_fields, json_record, stored_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed, guarded
+from verify.result import CheckResult, check_equal, check_true, failed, guarded, passed, unavailable
 
 IDLE_SLACK_S = 0.1
 """An idle window may be this much shorter than the requested idle time (the original's
@@ -170,126 +171,159 @@ PRODUCT_PRECISIONS = ("ieee", "tf32x3")
 #: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
 KERNEL_TOOLS = ("triton", "cuda")
 BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block are ceil(128 / G)
-#: the CUDA tool's kernel sources, by source sha256: threads per training block as (unit, least, most)
-#: multiples, and the shared-memory layout the report names. cc4332af…: 44 threads per row group, 1 to 16
-#: groups (evidence/h200-fused-cuda-20261203); 4764c796…: 32 per warp, 7 to 16 warps
-#: (evidence/h200-fused-cuda-20261203b); 4ae1762d…: 32 per warp, 5 to 16 warps (bundle.fused_cuda.MIN_WARPS,
-#: MAX_WARPS; evidence/h200-fused-cuda-20261203c), the first source with the cluster update; 1aa5e645…: the
-#: same with the logits' tile in one function (the same machine code from nvcc 13.0; evidence/h200-fused-cuda-20261203d);
-#: 93597b73…: the same threads, weight rows of 44 floats, the next rows read coalesced, the partials read over
-#: 32-bit distributed-shared-memory addresses before the first store, the update's places kept in registers
-#: (evidence/h200-fused-cuda-20261203e); 352ca9b5…: the same threads, the partials read 16 bytes (a quad of
-#: adjacent entries) at a time, the logits and loss a lane per row and class with 32-row arrays, and the split
-#: update inside the cluster (evidence/h200-fused-cuda-20261204); ac5da96b…: the same threads, blocks of up to
-#: 16 rows in 16-row arrays (lane tiles of 4 x 2: the same sums in the same order), the split update's gather
-#: rotated by block with both offsets kept in registers (evidence/h200-fused-cuda-20261204c, G = 8);
-#: 0ac8be88…: the same layout and arithmetic, the cluster arrive relaxed after two cluster-scope fences restricted
-#: to shared memory instead of a release (a GPU-scope MEMBAR), and the update's step in one function
-#: (evidence/h200-fused-cuda-20261204e, G = 2); 8feb27d9…: 0ac8be88… with its comment on the fences corrected
-#: (nvcc 13.0 gives byte-identical cubins: tests/test_fused_cuda.py); 9da9db69…: 8feb27d9… plus the pushed exchange,
-#: an option of the split cluster update (exchange "push": "push" below; the other shapes' cubins unchanged;
-#: evidence/h200-fused-cuda-20261205, G = 8, the pulled exchange).
-#: "cluster": the source has the cluster update, so its records must say cluster_update (a bool); no
-#: other listed source may claim it. "cluster_split": the cluster update may also be split. "shared": how its
-#: training block's dynamic shared memory adds up (:func:`cuda_train_shared_bytes`; sources from 93597b73… on).
-_CLUSTER_KERNEL = {
-    "cluster": True,
-    "threads": (32, 5, 16),
-    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
-              "is and transposed, 4 x 4 register tiles per lane, weight gradients on four warps; with the cluster "
-              "update each block's partial gradients in its own shared memory; 32 threads per warp"}
-_CLUSTER_KERNEL_44 = {
-    "cluster": True,
-    "threads": (32, 5, 16),
-    "shared": {"partial_floats": 7554, "rows16": False},
-    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
-              "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
-              "the next rows read coalesced; with the cluster update each block's partial gradients in its own "
-              "shared memory; 32 threads per warp"}
-_CLUSTER_KERNEL_QUADS = {
-    "cluster": True,
-    "cluster_split": True,
-    "threads": (32, 5, 16),
-    "shared": {"partial_floats": 7556, "rows16": False},
-    "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight kept as "
-              "is and transposed in rows of 44 floats, 4 x 4 register tiles per lane, weight gradients on four warps, "
-              "the next rows read coalesced, with 32-row arrays the logits and loss a lane per row and class; with "
-              "the cluster update each block's partial gradients (and with the split update its slice's new "
-              "parameters) in its own shared memory, read by the other blocks 16 bytes at a time; 32 threads per "
-              "warp"}
-_CLUSTER_KERNEL_16 = {
-    **_CLUSTER_KERNEL_QUADS,
-    "shared": {"partial_floats": 7556, "rows16": True},
-    "layout": "feature-major activations (44 feature rows of 16 rows for blocks of up to 16 rows, else of the rows "
-              "rounded up to 32, plus 4), each weight kept as is and transposed in rows of 44 floats, 4 x 4 register "
-              "tiles per lane (4 x 2 with 16-row arrays), weight gradients on four warps, the next rows read "
-              "coalesced, with arrays of 16 or 32 rows the logits and loss a lane per row and class; with the cluster "
-              "update each block's partial gradients (and with the split update its slice's new parameters) in its "
-              "own shared memory, read by the other blocks 16 bytes at a time (the split update's gather from each "
-              "block's own slice on); 32 threads per warp"}
-CUDA_KERNEL_SOURCES = {
-    "cc4332afa0db6936dcb4d9d1240a5cd54e621a34b6086e30f8dfdac30a09717f": {
-        "threads": (44, 1, 16),
-        "layout": "row-major activations, each 41-wide half in a row of 44 floats; 44 threads per row group"},
-    "4764c7960b9975ec12d639b9e5ad2df1463780e3b2a25d4068daf0f16abe0120": {
-        "threads": (32, 7, 16),
-        "layout": "feature-major activations (44 feature rows of the rows rounded up to 32, plus 4), each weight "
-                  "kept as is and transposed, 4 x 4 register tiles per lane; 32 threads per warp"},
-    "4ae1762d8f0f710380ff7884e700f2cbffd6f561b6b035ff2a6df33a9c459148": _CLUSTER_KERNEL,
-    "1aa5e64521fd65d8a5a92608fe408dd7e159b7af68cce217a0215f8d0c9c7370": _CLUSTER_KERNEL,
-    "93597b73bc485a83a052133362408dfb23082f3d4167085794131ccf1bd01436": _CLUSTER_KERNEL_44,
-    "352ca9b5ddde92e112e9cf8293284133244e133fb483c18e4ba2227b358a9460": _CLUSTER_KERNEL_QUADS,
-    "ac5da96b62fbfa7e05987c1c652aed55fc985a2d8061bbc54d7b9a247eb2ba46": _CLUSTER_KERNEL_16,
-    "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": _CLUSTER_KERNEL_16,
-    "8feb27d9e94c4a7cd5dc3e0f06a37b2fa85f49c2485037bdc3bc2fac832861b6": _CLUSTER_KERNEL_16,
+#: where an archive made with the CUDA kernel tool keeps the kernel source its jobs compiled (the bytes
+#: ``kernel_source_sha256`` hashes; written by bundle.phases.fixture_runner.store_kernel_source)
+KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
+#: the line of that source that declares its launch layout: the mark, then one JSON object (:func:`parse_layout`)
+LAYOUT_MARK = "// rev88-layout: "
+# --- legacy: remove when issue 44 remakes these archives ----------------------------------------------------
+#: The layouts of the two kernel sources that the kept fused archives ran, made before archives carried their
+#: source: 0ac8be88… (evidence/h200-fused-cuda-20261204e, G = 2) and 9da9db69… (evidence/h200-fused-cuda-20261205,
+#: G = 8). Both are bundle/fused_cuda.cu of git history, before it declared its layout; each entry is the block
+#: the current source declares (its code differs from 9da9db69… in no line nvcc compiles: tests/test_fused_cuda.py),
+#: less the pushed exchange for 0ac8be88…, which came after it.
+LEGACY_LAYOUTS = {
+    "0ac8be88a18f761d3bbdd8e97b10805182246bf99ee473ad15d6eb1cec60f1bc": {
+        "threads": {"unit": 32, "least": 5, "most": 16}, "cluster": True, "cluster_split": True, "push": False,
+        "shared": {"partial_floats": 7556, "rows16": True}},
     "9da9db69e68ac4f874179804bb4c492737a753d506dbd1a65cd0a8c9deda1f4a": {
-        **_CLUSTER_KERNEL_16, "push": True,
-        "layout": _CLUSTER_KERNEL_16["layout"] + "; with exchange push (the split cluster update, blocks of up to 32 "
-                  "rows) the partials and new parameters in padded regions, moved by bulk copies and counted by "
-                  "transaction barriers"},
+        "threads": {"unit": 32, "least": 5, "most": 16}, "cluster": True, "cluster_split": True, "push": True,
+        "shared": {"partial_floats": 7556, "rows16": True}},
 }
+# --- end of legacy --------------------------------------------------------------------------------------------
+#: a source whose layout is unknown (an archive without its source: energy.learners.kernel_source FAILs it):
+#: whole warps, at most CUDA's 1,024 threads per block, no cluster rule, no shared-memory figure
+GENERIC_LAYOUT = {"threads": {"unit": 32, "least": 1, "most": 32}}
+
+
+class LayoutError(ValueError):
+    """A kernel source's layout block is missing or malformed (the message says what and where)."""
+
+
+def parse_layout(source: str) -> dict[str, Any]:
+    """The launch layout a CUDA kernel source declares: the one line that starts with :data:`LAYOUT_MARK`,
+    then a JSON object with exactly ``threads`` (``unit``, ``least``, ``most``: positive ints, least <= most:
+    threads per training block are unit x least..most), ``cluster``, ``cluster_split``, ``push`` (bools: the
+    cluster update, its split, the pushed exchange; split and push only with the cluster) and ``shared``
+    (``partial_floats``: an int >= 7,554, the floats between the two partial buffers; ``rows16``: a bool,
+    16-row arrays for blocks of up to 16 rows). The declared layout of bundle/fused_cuda.cu.
+
+    Raises:
+        LayoutError: no such line, more than one, or a block of another form.
+    """
+    lines = [line[len(LAYOUT_MARK):] for line in source.splitlines() if line.startswith(LAYOUT_MARK)]
+    if len(lines) != 1:
+        raise LayoutError(f"the kernel source has {len(lines)} lines starting {LAYOUT_MARK.strip()!r}, not one")
+    try:
+        block = json.loads(lines[0])
+    except ValueError as exc:
+        raise LayoutError(f"the kernel source's layout block is not JSON ({exc})") from None
+    if not isinstance(block, dict) or set(block) != {"threads", "cluster", "cluster_split", "push", "shared"}:
+        raise LayoutError("the layout block must have exactly threads, cluster, cluster_split, push, shared")
+    threads, shared = block["threads"], block["shared"]
+    if not (isinstance(threads, dict) and set(threads) == {"unit", "least", "most"}
+            and all(type(v) is int and v >= 1 for v in threads.values()) and threads["least"] <= threads["most"]):
+        raise LayoutError(f"layout threads {threads!r} is not {{unit, least, most}} positive ints, least <= most")
+    if not all(type(block[k]) is bool for k in ("cluster", "cluster_split", "push")) or (
+            (block["cluster_split"] or block["push"]) and not block["cluster"]):
+        raise LayoutError("layout cluster, cluster_split and push must be bools, split and push only with cluster")
+    if not (isinstance(shared, dict) and set(shared) == {"partial_floats", "rows16"}
+            and type(shared["partial_floats"]) is int and shared["partial_floats"] >= 7554
+            and type(shared["rows16"]) is bool):
+        raise LayoutError(f"layout shared {shared!r} is not {{partial_floats: int >= 7554, rows16: bool}}")
+    return block
+
+
+def archive_layout(f: ArchiveFiles, sha: object) -> tuple[dict[str, Any], str]:
+    """(layout, where it came from) of the CUDA kernel source with sha256 *sha* in archive *f*: the block the
+    archive's :data:`KERNEL_SOURCE_REL` declares when that copy hashes to *sha*, else the legacy entry of
+    :data:`LEGACY_LAYOUTS`, else :data:`GENERIC_LAYOUT` (``where`` is ``"archive"``, ``"legacy"`` or
+    ``"unknown"``)."""
+    if f.has(KERNEL_SOURCE_REL):
+        data = f.read(KERNEL_SOURCE_REL)
+        if hashlib.sha256(data).hexdigest() == sha:
+            try:
+                return parse_layout(data.decode("utf-8", errors="replace")), "archive"
+            except LayoutError:
+                return GENERIC_LAYOUT, "unknown"
+    if isinstance(sha, str) and sha in LEGACY_LAYOUTS:
+        return LEGACY_LAYOUTS[sha], "legacy"
+    return GENERIC_LAYOUT, "unknown"
+
+
+def check_kernel_source(f: ArchiveFiles, shas: list[Any]) -> list[CheckResult]:
+    """``energy.learners.kernel_source``: the archive's copy of the CUDA kernel source its records ran.
+
+    PASS: :data:`KERNEL_SOURCE_REL` is present, its sha256 is the one kernel_source_sha256 every CUDA-tool
+    record names, and it declares a well-formed layout block (:func:`parse_layout`; the verdict's
+    ``recomputed`` is that layout). FAIL: the copy hashes to another sha256, has no or a malformed block,
+    sits in an archive without CUDA-tool records, or is absent while the records name a source that is not one
+    of :data:`LEGACY_LAYOUTS` (the writer stores it with every such archive: without it nothing pins the layout
+    the launch checks need, so deleting it must not pass as unavailable). UNAVAILABLE: absent for one of the
+    two legacy sources (the kept archives made before sources were stored)."""
+    rel, cid = KERNEL_SOURCE_REL, "energy.learners.kernel_source"
+    names = sorted({str(s) for s in shas})
+    if not shas:
+        return [failed(cid, rel, "the archive holds a CUDA kernel source but no CUDA-tool record ran one")] \
+            if f.has(rel) else []
+    if not f.has(rel):
+        if len(names) == 1 and names[0] in LEGACY_LAYOUTS:
+            return [unavailable(cid, rel, f"the archive carries no kernel source (made before archives stored it); "
+                                          f"the launch checks use the verifier's legacy layout of {names[0][:8]}…, "
+                                          "kept until issue 44 remakes this archive", recorded=names)]
+        return [failed(cid, rel, f"CUDA-tool records name kernel source {', '.join(n[:8] + '…' for n in names)} but "
+                                 f"the archive has no {rel}: its launch layout cannot be read", recorded=names)]
+    data = f.read(rel)
+    sha = hashlib.sha256(data).hexdigest()
+    if names != [sha]:
+        return [failed(cid, rel, f"{rel} hashes to {sha[:16]}…, the records name "
+                                 f"{', '.join(n[:16] + '…' for n in names)}", recorded=names, recomputed=sha)]
+    try:
+        layout = parse_layout(data.decode("utf-8", errors="replace"))
+    except LayoutError as exc:
+        return [failed(cid, rel, f"{rel}: {exc}", recorded=names, recomputed=sha)]
+    return [passed(cid, rel, recorded=names, recomputed=layout,
+                   reason=f"{rel} is the source every CUDA-tool record names; its layout block is well formed")]
+
+
 #: exchanges of the split cluster update a CUDA record may name (bundle.fused_cuda.EXCHANGES; absent before
 #: it was recorded: "pull")
 EXCHANGES = ("pull", "push")
 #: most blocks of the cluster update: one portable thread-block cluster (bundle.fused_cuda.MAX_CLUSTER)
 MAX_CLUSTER = 8
-#: any other source: whole warps, at most CUDA's 1,024 threads per block
-CUDA_THREADS_OTHER = (32, 1, 32)
-
 
 #: the launch cells of Nsight Compute's raw CSV that :func:`cuda_launch_problems` reads
 LAUNCH_CELLS = ("launch__grid_size", "launch__block_size", "launch__cluster_size",
                 "launch__shared_mem_per_block_dynamic")
 
 
-def cuda_train_shared_bytes(sha: object, rows: int, cluster: bool, push: bool = False) -> int | None:
-    """Dynamic shared memory of one ``rev88_train`` block (bytes) as kernel source ``sha`` lays it out
-    (``bundle.fused_cuda.train_shared_bytes`` for the current source), or None for a source whose layout
-    :data:`CUDA_KERNEL_SOURCES` does not give, or ``push`` for a source without the pushed exchange: 16,144
+def cuda_train_shared_bytes(layout: dict, rows: int, cluster: bool, push: bool = False) -> int | None:
+    """Dynamic shared memory of one ``rev88_train`` block (bytes) as a kernel source with *layout*
+    (:func:`parse_layout`) lays it out (``bundle.fused_cuda.train_shared_bytes`` for the current source), or
+    None for a layout without ``shared`` facts, or ``push`` for a source without the pushed exchange: 16,144
     parameter floats (both copies, weight rows of 44), 6 activation arrays of 44 feature rows and the
     logits' 10 at a stride of the rows rounded up to 32 (16 for blocks of up to 16 rows where the source has
     16-row arrays) plus 4, with the cluster two partial buffers, or with ``push`` (G = ceil(128 / rows)) the
     padded partial and new state (7,568 floats each), G slots of 16 ceil(421 / G) + 4 ceil(208 / G) floats
     and six 16-byte barriers, then the rows' indices and labels."""
-    source = (CUDA_KERNEL_SOURCES.get(sha) or {}) if isinstance(sha, str) else {}
-    layout = source.get("shared")
-    if layout is None or (push and not source.get("push")):
+    shared = layout.get("shared")
+    if shared is None or (push and not layout.get("push")):
         return None
-    stride = (16 if rows <= 16 and layout["rows16"] else -(-rows // 32) * 32) + 4
+    stride = (16 if rows <= 16 and shared["rows16"] else -(-rows // 32) * 32) + 4
     if push:
         ctas = -(-BATCH_SIZE // rows)
         exchange = 2 * 7568 + ctas * (16 * -(-421 // ctas) + 4 * -(-208 // ctas)) + 4 * 6
     else:
-        exchange = 2 * layout["partial_floats"] if cluster else 0
+        exchange = 2 * shared["partial_floats"] if cluster else 0
     return 4 * (16144 + (6 * 44 + 10) * stride + exchange + 2 * rows)
 
 
-def cuda_launch_problems(block: dict, cells: dict[str, str]) -> list[str]:
+def cuda_launch_problems(block: dict, cells: dict[str, str], layout: dict) -> list[str]:
     """What a training-scope profile's launch cells (Nsight Compute's raw CSV, :data:`LAUNCH_CELLS`: the
     range's one ``rev88_train`` launch) contradict in a ``kernel_tool: cuda`` learner block: grid size
     = ``train_programs``, block size = ``train_threads``, cluster size = ``train_programs`` with
     ``cluster_update`` else 0, dynamic shared memory = :func:`cuda_train_shared_bytes` where the source's
-    layout is known. A missing or non-integer cell is a problem too."""
+    *layout* (:func:`archive_layout`) gives it. A missing or non-integer cell is a problem too."""
     got: dict[str, int | None] = {}
     for name in LAUNCH_CELLS:
         text = str(cells.get(name, "")).replace(",", "")
@@ -299,20 +333,19 @@ def cuda_launch_problems(block: dict, cells: dict[str, str]) -> list[str]:
     want = {"launch__grid_size": programs, "launch__block_size": block.get("train_threads"),
             "launch__cluster_size": programs if cluster else 0}
     if type(rows) is int:
-        shared = cuda_train_shared_bytes(block.get("kernel_source_sha256"), rows, cluster,
-                                         block.get("exchange") == "push")
+        shared = cuda_train_shared_bytes(layout, rows, cluster, block.get("exchange") == "push")
         if shared is not None:
             want["launch__shared_mem_per_block_dynamic"] = shared
     return [f"{name} {got[name]!r} in the CSV, the record says {value!r}" for name, value in want.items()
             if got[name] is None or got[name] != value]
 
 
-def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]:
-    """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda): rows per
-    block ceil(128 / train_programs), threads as :data:`CUDA_KERNEL_SOURCES` says for its kernel source
-    (:data:`CUDA_THREADS_OTHER` for a source it does not list), split_update a bool, cluster_update a
-    bool (present exactly for the sources :data:`CUDA_KERNEL_SOURCES` marks ``cluster``, and for
-    sources it does not list; never true for a listed source without it) and true only for 2 to :data:`MAX_CLUSTER`
+def _cuda_shape_problems(block: dict, hardware: dict | None, layout: dict) -> list[str]:
+    """What is wrong with a ``kernel_tool: cuda`` block's launch fields (bundle.fused_cuda) against its kernel
+    source's *layout* (:func:`archive_layout`; :data:`GENERIC_LAYOUT` where it is unknown): rows per
+    block ceil(128 / train_programs), threads unit x least..most of the layout, split_update a bool,
+    cluster_update a bool (present in every record of a source whose layout has ``cluster``, never true for
+    a layout without it; no rule where the layout is unknown) and true only for 2 to :data:`MAX_CLUSTER`
     blocks on compute capability 9.0 or later (``bundle.fused_cuda.cluster_possible``) and without split
     unless the source has the split cluster update (``cluster_split``), ``exchange`` (absent before it was
     recorded: pull) one of :data:`EXCHANGES` and push only for a source that has it (``push``) with the split
@@ -321,14 +354,13 @@ def _cuda_shape_problems(block: dict, hardware: dict | None = None) -> list[str]
     programs, rows, threads = block.get("train_programs"), block.get("rows_per_program"), block.get("train_threads")
     if not (type(programs) is int and programs >= 1 and rows == -(-BATCH_SIZE // programs)):
         problems.append(f"rows_per_program {rows!r} is not ceil(128 / {programs!r})")
-    unit, least, most = (CUDA_KERNEL_SOURCES.get(block.get("kernel_source_sha256")) or {}).get("threads",
-                                                                                              CUDA_THREADS_OTHER)
+    unit, least, most = (layout["threads"][k] for k in ("unit", "least", "most"))
     if not (type(threads) is int and threads % unit == 0 and least <= threads // unit <= most):
         problems.append(f"train_threads {threads!r} is not {unit} x {least}..{most} (kernel source "
                         f"{str(block.get('kernel_source_sha256'))[:8]}…)")
     if type(block.get("split_update")) is not bool:
         problems.append(f"split_update {block.get('split_update')!r} is not a bool")
-    source = CUDA_KERNEL_SOURCES.get(block.get("kernel_source_sha256"))
+    source = layout if "cluster" in layout else None
     if source is not None and source.get("cluster") and "cluster_update" not in block:
         problems.append(f"no cluster_update in a record of kernel source {str(block.get('kernel_source_sha256'))[:8]}…, "
                         "which has the cluster update")
@@ -419,13 +451,18 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
       (:data:`GRID_ONLY_BUFFERS`) exist exactly when ``train_programs`` >= 2 (absent counts as 1);
       for the CUDA tool exactly its own (:data:`CUDA_BUFFERS`), shaped as its ``train_programs`` and
       ``split_update`` say (:func:`_cuda_inventory_problems`), and its ``split_update``,
-      ``train_threads``, ``rows_per_program`` and ``cupy`` must fit :func:`_cuda_shape_problems`;
+      ``train_threads``, ``rows_per_program`` and ``cupy`` must fit :func:`_cuda_shape_problems` with the
+      layout its kernel source declares (:func:`archive_layout`; the source itself:
+      :func:`check_kernel_source`);
     * Triton's interpreter used exactly when the record ran on the CPU.
     """
     out: list[CheckResult] = []
     found = fused_blocks(f)
+    cuda_shas = [b.get("kernel_source_sha256") for _, b, _, _ in found if b.get("kernel_tool") == "cuda"]
+    out += check_kernel_source(f, cuda_shas)
     if not found:
         return out
+    layouts = {sha: archive_layout(f, sha)[0] for sha in {str(s) for s in cuda_shas}}
     for key in LAUNCH_KEYS:
         values = sorted({json.dumps(b.get(key)) for _, b, _, _ in found})
         out.append(check_true(f"energy.learners.{key}", LEARNERS, len(values) == 1,
@@ -452,8 +489,11 @@ def check_fused_blocks(f: ArchiveFiles) -> list[CheckResult]:
     def hardware(rec: dict) -> Any:   # a fixture record's own, a qualification record's in its fixture block
         return rec.get("hardware") or (rec.get("fixture") or {}).get("hardware")
 
-    bad = [f"{rel}: {'; '.join(_cuda_shape_problems(b, hardware(rec)))}" for rel, b, _, rec in found
-           if b.get("kernel_tool") == "cuda" and _cuda_shape_problems(b, hardware(rec))]
+    def shape_problems(b: dict, rec: dict) -> list[str]:
+        return _cuda_shape_problems(b, hardware(rec), layouts[str(b.get("kernel_source_sha256"))])
+
+    bad = [f"{rel}: {'; '.join(shape_problems(b, rec))}" for rel, b, _, rec in found
+           if b.get("kernel_tool") == "cuda" and shape_problems(b, rec)]
     out.append(check_true("energy.learners.cuda_shape", LEARNERS, not bad,
                           f"a CUDA-tool record's launch fields disagree with bundle.fused_cuda: {'; '.join(bad[:3])}"))
     bad = [f"{rel}: {b['product_precision']!r}" for rel, b, _, _ in found

@@ -45,8 +45,9 @@ bound. The sampler (``bundle.energy_glue.PowerSampler``) records the midpoint of
 that bracket the call; a thread that waits for the GIL between the call's return and its second
 clock read moves that midpoint past the call by half the wait. CPython hands the GIL over after its
 switch interval (5 ms by default) when nothing else delays it, so 5 ms covers an ordinary handoff
-and 10 ms leaves room for a loaded host. Measured: of 6,099 samples in ``h200-fused-20261202`` one
-lay 3.1 ms past its read (the next largest 0.8 ms); the older archives' largest is 0.2 ms. The
+and 10 ms leaves room for a loaded host. Measured: of 6,099 samples of one Triton fused archive of
+2026-12-02 (retired; evidence/INDEX.md) one lay 3.1 ms past its read (the next largest 0.8 ms); the
+older archives' largest is 0.2 ms. The
 samples feed plots, never a figure, and their watts must still equal the read's exactly."""
 STAMP_SLACK_S = 1e-9
 """Float rounding allowed when a stamp's clock reads bracket its counter read."""

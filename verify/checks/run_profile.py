@@ -160,18 +160,20 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
     out += run_profile_text.check_output(f, rel, rec, csv_text, fx, counters.replay_pass_counts(rows), subject)
     learner = fx.get("learner") if isinstance(fx, dict) else None
     if scope == "training" and isinstance(learner, dict) and learner.get("kernel_tool") == "cuda":
-        out.append(_check_cuda_launch(rows, learner, subject))
+        out.append(_check_cuda_launch(f, rows, learner, subject))
     out.append(_check_report(f, rel, rec, rows, subject))
     return out, figures
 
 
-def _check_cuda_launch(rows: counters.CounterRows, learner: dict, subject: str) -> CheckResult:
+def _check_cuda_launch(f: ArchiveFiles, rows: counters.CounterRows, learner: dict, subject: str) -> CheckResult:
     """The CUDA kernel tool's launch as Nsight Compute saw it (the training range's one ``rev88_train``
     launch: grid, block and cluster size, dynamic shared memory) against the fixture record's learner block
-    (:func:`verify.checks.run_energy.cuda_launch_problems`)."""
-    from verify.checks.run_energy import cuda_launch_problems  # noqa: PLC0415
+    and the layout its kernel source declares (:func:`verify.checks.run_energy.cuda_launch_problems`,
+    :func:`verify.checks.run_energy.archive_layout`)."""
+    from verify.checks.run_energy import archive_layout, cuda_launch_problems  # noqa: PLC0415
 
-    return check_equal("profile.cuda_launch", subject, cuda_launch_problems(learner, rows.launch), [],
+    layout = archive_layout(f, learner.get("kernel_source_sha256"))[0]
+    return check_equal("profile.cuda_launch", subject, cuda_launch_problems(learner, rows.launch, layout), [],
                        what="problems of the learner block's launch shape against the CSV's launch cells")
 
 
