@@ -48,13 +48,36 @@ def _row_memory(rec: dict, where: str) -> dict:
             - get_int(mem, "allocated_before_prepare_bytes", where)}
 
 
+def frozen_comparison_present(cmp: dict, rel: str) -> CheckResult:
+    """A comparison of a qualification draw compared it with the frozen reference, on every device.
+
+    ``draw_index`` an integer means the draw's inputs, whose frozen ``results/draw-XX.json`` exists
+    (the writer refuses to start without it): ``frozen_reference`` must be an object and
+    ``predictions_bit_equal_to_frozen_reference`` a boolean. ``draw_index: null`` (custom inputs)
+    is the writer's "not applicable": both ``null`` then. Their values are recomputed below (GPU
+    rows only; a CPU row FAILs ``compare.config.device`` first).
+    """
+    draw = cmp.get("draw_index")
+    block, equal = cmp.get("frozen_reference"), cmp.get("predictions_bit_equal_to_frozen_reference")
+    if draw is None:
+        return check_true("compare.frozen_reference.present", rel, block is None and equal is None,
+                          "draw_index is null (custom inputs, no frozen reference applies) but a frozen comparison "
+                          "is recorded", recorded={"frozen_reference": block, "equal": equal})
+    missing = [k for k, v in (("frozen_reference", block), ("predictions_bit_equal_to_frozen_reference", equal))
+               if not isinstance(v, dict if k == "frozen_reference" else bool)]
+    return check_true("compare.frozen_reference.present", rel, not missing,
+                      f"{' and '.join(missing)} not recorded for draw {draw}: this compare was not compared with "
+                      "the frozen reference; rerun compare where it is found (REV88_ORIGINAL_DIR)",
+                      recorded={k: cmp.get(k) for k in missing} or None)
+
+
 def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
     """Every derived field of ``compare/comparison.json.gz``."""
     rel = "compare/comparison.json.gz"
     cmp = json_record(f, rel)
     if cmp is None:
         return []
-    out: list[CheckResult] = []
+    out: list[CheckResult] = [frozen_comparison_present(cmp, rel)]
     records: dict[str, dict] = {}
     arrays: dict[str, np.ndarray] = {}
     for i, row in enumerate(get_list(cmp, "configs", rel)):

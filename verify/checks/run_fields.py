@@ -880,6 +880,12 @@ def check_validation_fields(f: ArchiveFiles) -> list[CheckResult]:
                                 "late_cuda_initialization": "before CUDA initialization"}[key],
                                what="the refusal the fixture must print (bundle.fixture)"))
     oc = v.get("original_comparison")
+    # the smoke's inputs are fixed, so the original's cuda-validation.json always applies: a null
+    # (or any non-object) means validate did not compare with it, on every device
+    out.append(check_true("validate.original_comparison.present", w, isinstance(oc, dict),
+                          f"original_comparison is {json.dumps(oc)[:80]}, not the comparison with the frozen reference's "
+                          "cache-audit/cuda-validation.json: rerun validate where the reference is found "
+                          "(REV88_ORIGINAL_DIR)", recorded=oc))
     if isinstance(oc, dict):
         orig = frozen_reference().json("cache-audit/cuda-validation.json")
         omd = get_dict(orig, "api_cli_smoke.metadata", "frozen cuda-validation.json")
