@@ -151,8 +151,9 @@ class HostRef:
     def missing_message(self, members: Iterable[str] = ()) -> str:
         """The one line :meth:`require` raises: every place looked at and the variable to set."""
         members = tuple(members)
-        what = f" (with {', '.join(members)})" if members else ""
-        return f"{self.label} ({self.repo_path}{what}) is not on this host: looked at {self.looked_at()}; {self.remedy()}"
+        what = f", holding {', '.join(members)}" if members else ""
+        return (f"{self.label} ({self.repo_path}{what}) is not on this host: looked at {self.looked_at()}; "
+                f"{self.remedy()}")
 
     def require(self, members: Iterable[str] = ()) -> Path:
         """The reference's path; refuses when no candidate holds it.
@@ -173,7 +174,7 @@ class HostRef:
         return found[0]
 
 
-FROZEN_REFERENCE = HostRef("the frozen reference (the original study's evidence)", "REV88_ORIGINAL_DIR",
+FROZEN_REFERENCE = HostRef("the frozen reference", "REV88_ORIGINAL_DIR",
                            "evidence/rev88-original", "dir")
 """The original study's archive that runs are compared with (spec 9)."""
 

@@ -20,7 +20,7 @@ from verify.checks import memory
 from verify.checks.run_common import compare_fields, frozen_draw_metadata, json_record, stored_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed
+from verify.result import CheckResult, Status, check_equal, check_true, failed
 
 STATE_HASH_KEYS = ("input_hashes", "initial_parameter_sha256", "epoch_permutation_sha256", "final_parameter_sha256",
                    "final_velocity_sha256", "state_vector_sha256", "predictions_sha256", "scores_sha256")
@@ -77,7 +77,8 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
     cmp = json_record(f, rel)
     if cmp is None:
         return []
-    out: list[CheckResult] = [frozen_comparison_present(cmp, rel)]
+    presence = frozen_comparison_present(cmp, rel)
+    out: list[CheckResult] = [presence]
     records: dict[str, dict] = {}
     arrays: dict[str, np.ndarray] = {}
     for i, row in enumerate(get_list(cmp, "configs", rel)):
@@ -128,13 +129,14 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
                            get(cmp, "predictions_bit_equal_across_configs", bool, rel),
                            all(a.dtype == first.dtype and a.shape == first.shape and a.tobytes() == first.tobytes()
                                for a in arrays.values()), what="prediction arrays byte-identical"))
-    draw = get_int(cmp, "draw_index", rel)
-    frozen = frozen_draw_metadata(draw)
-    if frozen is not None:
+    draw = cmp.get("draw_index")
+    # a missing comparison FAILed above; custom inputs (draw_index null) have none to recompute
+    frozen = frozen_draw_metadata(get_int(cmp, "draw_index", rel)) if draw is not None else None
+    if frozen is not None and presence.status is Status.PASS:
         ref = get_str(frozen, "predictions_sha256", "frozen")
         match = {ws: data.array_sha256(a) == ref for ws, a in arrays.items()}
         out.append(check_equal("compare.predictions_bit_equal_to_frozen_reference", rel,
-                               get(cmp, "predictions_bit_equal_to_frozen_reference", (bool, type(None)), rel),
+                               get(cmp, "predictions_bit_equal_to_frozen_reference", bool, rel),
                                all(match.values()), what="all configs' predictions equal the frozen draw"))
         out.append(compare_fields("compare.frozen_reference", rel, get(cmp, "frozen_reference", dict, rel),
                                   {"predictions_sha256": ref, "predictions_match": match,
