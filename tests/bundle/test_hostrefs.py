@@ -20,6 +20,7 @@ from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
 from protocol import hostrefs
 from tests.conftest import REPO_ROOT
+from tests.conftest import one_line_error as _one_line
 
 runner = CliRunner()
 ORIGINAL = REPO_ROOT / "evidence" / "rev88-original"
@@ -91,16 +92,6 @@ def test_frozen_members_per_phase():
     assert preflight.frozen_members(["qualify", "compare"], qualify_draws=[0, 4]) == (
         "results/draw-00.json", "results/draw-04.json", "accuracy.json")
     assert len(preflight.frozen_members(["qualify"])) == 12
-
-
-def _one_line(res, *needles: str) -> str:
-    assert res.exit_code == 2, (res.exit_code, res.output)
-    err = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(err) == 1 and err[0].startswith("rev88: error: "), res.stderr
-    assert "Traceback" not in res.output
-    for needle in needles:
-        assert needle in err[0], (needle, err[0])
-    return err[0]
 
 
 @pytest.mark.parametrize("existed", [False, True])

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle import archive
-from tests.conftest import H200_ARCHIVE, REPO_ROOT, linked_copy
+from tests.conftest import H200_ARCHIVE, REPO_ROOT, forge_record, linked_copy
 from verify.registry import verify_archive
 from verify.result import Status
 
@@ -28,12 +27,7 @@ pytestmark = [pytest.mark.skipif(not H200_ARCHIVE.is_dir() or not ORIGINAL.is_di
 def _forge(tmp_path: Path, rel: str, **changes) -> Path:
     """A copy of the H200 archive with *changes* applied to the record *rel* and the manifest rebuilt."""
     root = linked_copy(H200_ARCHIVE, tmp_path)
-    record = archive.read_json_gz(root / rel)
-    record.update(changes)
-    (root / rel).unlink()  # break the hard link
-    archive.write_json_gz(root / rel, record)
-    (root / "manifest.json").unlink()
-    archive.RunArchive(root).write_manifest()
+    forge_record(root, rel, lambda record: record.update(changes))
     return root
 
 
