@@ -11,13 +11,16 @@ byte for byte. Validation (spec 7.5): check count, maximum absolute error within
 from __future__ import annotations
 
 import io
+import json
 import math
 
 import numpy as np
 
 from bundle import data
+from protocol.hostrefs import FROZEN_REFERENCE, FROZEN_VALIDATION
 from verify.checks import memory
 from verify.checks.run_common import compare_fields, frozen_draw_metadata, json_record, stored_sha
+from verify.host import frozen_reference
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
 from verify.result import CheckResult, Status, check_equal, check_true, failed
@@ -159,14 +162,48 @@ def _peak_verdict(f: ArchiveFiles, rec_rel: str, peak: int, subject: str) -> Che
                       recorded=peak, recomputed=peak)
 
 
+def original_comparison_checks(v: dict, nv: dict, rel: str) -> list[CheckResult]:
+    """``original_comparison`` of ``validation.json.gz``: present, and recomputed from the frozen reference.
+
+    The smoke's inputs are fixed, so the original's ``cache-audit/cuda-validation.json`` always
+    applies: anything but an object means validate did not compare with it (FAIL, every device).
+
+    Args:
+        v: the validation record.
+        nv: its ``numerical_validation``.
+        rel: the record's archive path.
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
+    oc = v.get("original_comparison")
+    present = check_true("validate.original_comparison.present", rel, isinstance(oc, dict),
+                         f"original_comparison is {json.dumps(oc)[:80]}, not the comparison with the frozen "
+                         "reference's cache-audit/cuda-validation.json: rerun validate where the reference is found "
+                         "(REV88_ORIGINAL_DIR)", recorded=oc)
+    if not isinstance(oc, dict):
+        return [present]
+    orig = frozen_reference().json(FROZEN_VALIDATION)
+    omd = get_dict(orig, "api_cli_smoke.metadata", "frozen cuda-validation.json")
+    md = get_dict(v, "api_cli_smoke.metadata", rel)
+    return [present, check_equal(
+        "validate.original_comparison", rel, oc,
+        {"path": f"{FROZEN_REFERENCE.repo_path}/{FROZEN_VALIDATION}",
+         "equal": {k: md.get(k) == omd.get(k) for k in STATE_HASH_KEYS},
+         "original_check_count": get_int(orig, "numerical_validation.checks", "frozen"),
+         "check_count": get_int(nv, "checks", rel),
+         "original_maximum_abs_error": get_float(orig, "numerical_validation.maximum_abs_error", "frozen")},
+        what="comparison with the original's validation recomputed from the frozen archive")]
+
+
 def check_validation(f: ArchiveFiles) -> list[CheckResult]:
     """``validate/validation.json.gz`` against its smoke records (spec 7.5)."""
     rel = "validate/validation.json.gz"
     v = json_record(f, rel)
     if v is None:
         return []
-    out: list[CheckResult] = []
     nv = get_dict(v, "numerical_validation", rel)
+    out: list[CheckResult] = original_comparison_checks(v, nv, rel)
     checks = get_int(nv, "checks", rel)
     err = get_float(nv, "maximum_abs_error", rel)
     tol = get_dict(nv, "tolerance", rel)
