@@ -66,7 +66,7 @@ def _config(command: list[str], env: dict[str, str]) -> dict:
 
 
 def test_the_override_drops_only_the_gpu_reservation(compose, tmp_path):
-    env = {"REV88_GPU_IMAGE": IMAGE, "REV88_EVIDENCE_DIR": str(tmp_path), "RUN_ID": "cpu"}
+    env = {"REV88_GPU_IMAGE": IMAGE, "REV88_EVIDENCE_DIR": str(tmp_path), "RUN_ID": "cpu", "REV88_IMAGE_ID": ""}
     base = _config(COMPOSE[:4], env)["services"]["gpu"]
     cpu = _config(compose, env)["services"]["gpu"]
     assert base["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
@@ -78,15 +78,23 @@ def test_the_override_drops_only_the_gpu_reservation(compose, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cpu_run(compose, tmp_path_factory) -> tuple[Path, str]:
-    """Run the service once: ``(run folder, its output)``."""
-    inspect = subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True, text=True, timeout=60)
+def image_id() -> str:
+    """The ID (``sha256:…``) of the image under test."""
+    inspect = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", IMAGE], capture_output=True,
+                             text=True, timeout=60)
     if inspect.returncode != 0:
         _missing(f"image {IMAGE} is missing: build it with `make image` (or set REV88_GPU_IMAGE)")
+    return inspect.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def cpu_run(compose, image_id, tmp_path_factory) -> tuple[Path, str]:
+    """Run the service once, passing the image ID as compose.yaml documents: ``(run folder, its output)``."""
     named = os.environ.get("REV88_COMPOSE_CPU_RUN")
     run_dir = Path(named).resolve() if named else tmp_path_factory.mktemp("compose") / "cpu-run"
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "REV88_GPU_IMAGE": IMAGE, "REV88_EVIDENCE_DIR": str(run_dir.parent), "RUN_ID": run_dir.name}
+    env = {**os.environ, "REV88_GPU_IMAGE": IMAGE, "REV88_IMAGE_ID": image_id,
+           "REV88_EVIDENCE_DIR": str(run_dir.parent), "RUN_ID": run_dir.name}
     res = subprocess.run([*compose, "run", "--rm", "--user", f"{os.getuid()}:{os.getgid()}", "gpu"],
                          capture_output=True, text=True, timeout=1500, env=env, cwd=REPO)
     output = res.stdout + res.stderr
@@ -127,14 +135,15 @@ def test_validate_compared_with_the_original_validation(cpu_run):
         ("input_hashes", "epoch_permutation_sha256", "initial_parameter_sha256", "predictions_sha256"), True)
 
 
-def test_qualify_and_the_execution_record_the_image(cpu_run):
+def test_qualify_and_the_execution_record_the_image(cpu_run, image_id):
     run_dir, _ = cpu_run
     accuracy = _record(run_dir, "qualify/accuracy.json.gz")
     assert accuracy["frozen_comparison"]["correct_equal"] is True
     for i in range(11):
         assert _record(run_dir, f"qualify/draw-{i:02d}.json.gz")["frozen_comparison"]["predictions_sha256_equal"]
     executions = _record(run_dir, "environment.json.gz")["executions"]
-    assert {(e["engine"], e["image_reference"]) for e in executions} == {("docker", IMAGE)}
+    assert {(e["engine"], e["image_reference"], e["image_id"], e["pinned_image"]) for e in executions} == {
+        ("docker", IMAGE, image_id, True)}
 
 
 def test_the_host_verifier_fails_only_what_a_cpu_diagnostic_must_fail(cpu_run):
