@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,11 @@ def test_no_source_file_location_builds_a_reference_path():
                     and node.value.attr == "parents"):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_protocol_imports_neither_side_nor_torch():
+    """The shared definitions stay below both sides: importing them loads no bundle, verify or torch module."""
+    code = ("import sys, protocol, protocol.hostrefs, protocol.learners; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'bundle', 'verify', 'torch', 'numpy'}))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
