@@ -154,7 +154,29 @@ def test_the_host_verifier_fails_only_what_a_cpu_diagnostic_must_fail(cpu_run):
     results = json.loads(res.stdout)["archives"][0]["results"]
     failed = {r["check_id"] for r in results if r["status"] == "FAIL"}
     assert failed == CPU_DIAGNOSTIC_FAILS, sorted(failed)
-    frozen = {r["check_id"]: r["status"] for r in results
-              if r["check_id"].startswith(("compare.frozen_reference", "validate.original_comparison"))}
-    assert frozen == {"compare.frozen_reference.present": "PASS", "validate.original_comparison.present": "PASS",
-                      "validate.original_comparison": "PASS"}  # recomputed from the frozen reference on the CPU too
+    assert _frozen_verdicts(results) == {  # recomputed from the frozen reference on the CPU too
+        "compare.frozen_reference.present": "PASS", "compare.frozen_reference": "PASS",
+        "compare.predictions_bit_equal_to_frozen_reference": "PASS",
+        "validate.original_comparison.present": "PASS", "validate.original_comparison": "PASS"}
+
+
+def _frozen_verdicts(results: list[dict]) -> dict[str, str]:
+    return {r["check_id"]: r["status"] for r in results if r["check_id"].startswith(
+        ("compare.frozen_reference", "compare.predictions_bit_equal_to_frozen", "validate.original_comparison"))}
+
+
+@pytest.mark.parametrize(("rel", "key", "value", "fails"), [
+    ("compare/comparison.json.gz", "predictions_bit_equal_to_frozen_reference", False,
+     "compare.predictions_bit_equal_to_frozen_reference"),
+    ("compare/comparison.json.gz", "frozen_reference", None, "compare.frozen_reference.present"),
+    ("validate/validation.json.gz", "original_comparison", None, "validate.original_comparison.present"),
+])
+def test_a_forged_frozen_comparison_of_the_cpu_run_fails(cpu_run, tmp_path, rel, key, value, fails):
+    from tests.conftest import forge_record, linked_copy  # noqa: PLC0415
+    from verify.registry import verify_archive  # noqa: PLC0415
+
+    run_dir, _ = cpu_run
+    copy = linked_copy(run_dir, tmp_path)
+    forge_record(copy, rel, lambda record: record.update({key: value}))
+    failed = {r.check_id for r in verify_archive(copy).failures()}
+    assert failed == CPU_DIAGNOSTIC_FAILS | {fails}, sorted(failed)

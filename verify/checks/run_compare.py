@@ -84,6 +84,7 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
     out: list[CheckResult] = [presence]
     records: dict[str, dict] = {}
     arrays: dict[str, np.ndarray] = {}
+    loaded: dict[str, tuple[dict, np.ndarray]] = {}  # every row with its files, --device cpu ones too
     for i, row in enumerate(get_list(cmp, "configs", rel)):
         w = f"{rel}: configs.{i}"
         ws = get_str(row, "workspace", w)
@@ -94,12 +95,12 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
         if rec is None or not f.has(pred_rel):
             out.append(failed("compare.config.files", subject, f"{rec_rel} or {pred_rel} is not in the archive"))
             continue
+        loaded[ws] = (rec, np.load(io.BytesIO(f.read(pred_rel)), allow_pickle=False))
         if rec.get("device") == "cpu":
             out.append(failed("compare.config.device", subject, f"{rec_rel} was made with --device cpu (a "
                               "diagnostic without CUDA memory figures): rerun compare on a GPU host"))
             continue
-        records[ws] = rec
-        arrays[ws] = np.load(io.BytesIO(f.read(pred_rel)), allow_pickle=False)
+        records[ws], arrays[ws] = loaded[ws]
         md = get_dict(rec, "metadata", rec_rel)
         want = {"record_sha256": stored_sha(f, rec_rel), "predictions_file_sha256": stored_sha(f, pred_rel),
                 "gpu": get(rec, "hardware.name", str, rec_rel), "gpu_uuid": get(rec, "hardware.uuid", str, rec_rel),
@@ -109,6 +110,7 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
                 "scores_sha256": get_str(md, "scores_sha256", rec_rel), "memory": _row_memory(rec, rec_rel)}
         out.append(compare_fields("compare.config", subject, row, want, what="config row vs its record and files"))
         out.append(_peak_verdict(f, rec_rel, want["memory"]["peak_allocated_bytes"], subject))
+    out += _frozen_checks(cmp, rel, presence, loaded)
     if BASELINE not in records:
         return out + [failed("compare.baseline", rel, f"no {BASELINE} record: reductions cannot be recomputed")]
     base_peak = memory.derived_memory(records[BASELINE], "baseline")["peak_allocated_bytes"]
@@ -132,21 +134,35 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
                            get(cmp, "predictions_bit_equal_across_configs", bool, rel),
                            all(a.dtype == first.dtype and a.shape == first.shape and a.tobytes() == first.tobytes()
                                for a in arrays.values()), what="prediction arrays byte-identical"))
-    draw = cmp.get("draw_index")
-    # a missing comparison FAILed above; custom inputs (draw_index null) have none to recompute
-    frozen = frozen_draw_metadata(get_int(cmp, "draw_index", rel)) if draw is not None else None
-    if frozen is not None and presence.status is Status.PASS:
-        ref = get_str(frozen, "predictions_sha256", "frozen")
-        match = {ws: data.array_sha256(a) == ref for ws, a in arrays.items()}
-        out.append(check_equal("compare.predictions_bit_equal_to_frozen_reference", rel,
-                               get(cmp, "predictions_bit_equal_to_frozen_reference", bool, rel),
-                               all(match.values()), what="all configs' predictions equal the frozen draw"))
-        out.append(compare_fields("compare.frozen_reference", rel, get(cmp, "frozen_reference", dict, rel),
-                                  {"predictions_sha256": ref, "predictions_match": match,
-                                   "state_fields_differing": {ws: differing(get_dict(r, "metadata", ws), frozen)
-                                                              for ws, r in records.items()}},
-                                  what="comparison with the frozen original draw"))
     return out
+
+
+def _frozen_checks(cmp: dict, rel: str, presence: CheckResult,
+                   loaded: dict[str, tuple[dict, np.ndarray]]) -> list[CheckResult]:
+    """The comparison with the frozen draw recomputed from every configuration's record and predictions
+    (a ``--device cpu`` row too: its predictions are compared like a GPU row's).
+
+    Nothing when the presence check FAILed (nothing recorded to recompute) or for custom inputs
+    (``draw_index`` null).
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
+    if cmp.get("draw_index") is None or presence.status is not Status.PASS:
+        return []
+    frozen = frozen_draw_metadata(get_int(cmp, "draw_index", rel))
+    if frozen is None:
+        return []
+    ref = get_str(frozen, "predictions_sha256", "frozen")
+    match = {ws: data.array_sha256(a) == ref for ws, (_, a) in loaded.items()}
+    return [check_equal("compare.predictions_bit_equal_to_frozen_reference", rel,
+                        get(cmp, "predictions_bit_equal_to_frozen_reference", bool, rel),
+                        all(match.values()), what="all configs' predictions equal the frozen draw"),
+            compare_fields("compare.frozen_reference", rel, get(cmp, "frozen_reference", dict, rel),
+                           {"predictions_sha256": ref, "predictions_match": match,
+                            "state_fields_differing": {ws: differing(get_dict(r, "metadata", ws), frozen)
+                                                       for ws, (r, _) in loaded.items()}},
+                           what="comparison with the frozen original draw")]
 
 
 def _peak_verdict(f: ArchiveFiles, rec_rel: str, peak: int, subject: str) -> CheckResult:
