@@ -10,8 +10,9 @@ with ``PYTHONPATH=DIR`` from a folder outside the repository. Such an install is
   run folder exists.
 * With ``REV88_ORIGINAL_DIR`` and ``REV88_RAW_DIR`` naming the repository's copies (as the images
   set them), validate, compare and qualify (draw 0) record their comparisons with the frozen
-  reference. Measured on a 2-core host: validate 16 s, compare 44 s, qualify of one draw a few
-  seconds; all 11 draws would add about 50 s, which the compose test already runs in the image.
+  reference. On a shared 2-core host (the figures follow its load): validate 9-16 s, compare
+  15-44 s, qualify of one draw a few seconds; all 11 draws would add 6-50 s, and the compose
+  test already runs them in the image.
 """
 
 from __future__ import annotations
