@@ -59,6 +59,7 @@ COPY docker/requirements-verify.txt /tmp/requirements-verify.txt
 COPY pyproject.toml /src/pyproject.toml
 COPY bundle /src/bundle
 COPY verify /src/verify
+COPY protocol /src/protocol
 RUN find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) -exec cat {} + \
         > /tmp/ca-bundle.pem \
     && if [ -s /tmp/ca-bundle.pem ]; then export PIP_CERT=/tmp/ca-bundle.pem SSL_CERT_FILE=/tmp/ca-bundle.pem; fi \
@@ -66,7 +67,7 @@ RUN find /tmp/extra-ca -maxdepth 1 -type f \( -name '*.crt' -o -name '*.pem' \) 
     && /opt/venv/bin/python -m pip install --no-cache-dir --no-input --require-hashes \
         -r /tmp/requirements-verify.txt \
     && /opt/venv/bin/python -m pip install --no-cache-dir --no-input --no-deps --no-build-isolation /src \
-    && /opt/venv/bin/python -c 'import bundle.cli, verify'
+    && /opt/venv/bin/python -c 'import bundle.cli, verify, protocol.hostrefs'
 
 # verify: the offline verifier. Non-root; run it with --network none --read-only and the
 # evidence mounted read-only (compose.yaml's `verify` service does exactly that).
@@ -205,6 +206,7 @@ FROM gpu-venv AS gpu-bundle
 COPY pyproject.toml /src/pyproject.toml
 COPY bundle /src/bundle
 COPY verify /src/verify
+COPY protocol /src/protocol
 RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-input --no-deps --no-build-isolation \
         --target /opt/rev88-bundle /src
 

@@ -134,7 +134,7 @@ lock: ## re-resolve docker/requirements-gpu*.lock (and the Dockerfile's lock sha
 	$(PYTHON) scripts/lock_image_requirements.py
 
 lint: $(VENV)/.lint ## ruff over the Python sources, hadolint over the Dockerfile
-	$(BIN)/python -m ruff check bundle verify tests scripts benchmarks docker
+	$(BIN)/python -m ruff check bundle verify protocol tests scripts benchmarks docker
 	@if [ -x $(BIN)/hadolint ]; then $(BIN)/hadolint Dockerfile; \
 	 elif command -v hadolint >/dev/null 2>&1; then hadolint Dockerfile; \
 	 else echo "hadolint not available: Dockerfile not linted"; fi

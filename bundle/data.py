@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bundle.errors import BundleError
+from protocol.hostrefs import RAW_MNIST
 
 __all__ = [
     "RAW_FILES", "RawFile", "MIRRORS", "DATASET_SEED_BASE", "DRAW_COUNT", "TRAIN_COUNT",
@@ -92,11 +93,14 @@ _FETCH_HINT = "run `rev88 data fetch --dest DIR` and pass `--raw-dir DIR` (or se
 
 
 def default_raw_dir() -> Path:
-    """The raw-file folder: env ``REV88_RAW_DIR``, else ``<repo>/data/mnist`` next to the package."""
-    env = os.environ.get("REV88_RAW_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1] / "data" / "mnist"
+    """The raw-file folder: ``protocol.hostrefs.RAW_MNIST``'s search order.
+
+    ``$REV88_RAW_DIR`` when set (the only place then), else the checkout's ``data/mnist`` when
+    this package sits in one, else the image's ``/opt/rev88/data/mnist``: the first that holds
+    the four pinned files, or, when none does, the first place looked at (the readers then name
+    the missing file and how to fetch it).
+    """
+    return RAW_MNIST.location(pin.name for pin in RAW_FILES.values())
 
 
 def file_sha256(path: Path) -> str:

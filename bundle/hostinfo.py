@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bundle.errors import BundleError
+from protocol.hostrefs import GPU_LOCK_FILE
 
 # The pinned image of the reproduction (spec 8.3): torch 2.5.1+cu124, Python 3.11, numpy 2.2.6.
 PINNED_SOFTWARE = {"python": "3.11", "torch": "2.5.1+cu124", "cuda": "12.4", "numpy": "2.2.6"}
@@ -39,7 +40,7 @@ IMAGE_LOCK_SHA_ENV = "REV88_IMAGE_LOCK_SHA256"
 IMAGE_ID_ENV = "REV88_IMAGE_ID"
 IMAGE_MARKER_SCHEMA = "rev88-image/1"
 IMAGE_MARKER_TARGET = "gpu"
-IMAGE_LOCK_FILE = "docker/requirements-gpu.lock"
+IMAGE_LOCK_FILE = GPU_LOCK_FILE.repo_path  # "docker/requirements-gpu.lock": the marker's lock_file
 IMAGE_MARKER_KEYS = ("schema", "target", "lock_file", "lock_sha256", "python", "torch", "numpy", "nvidia_ml_py",
                      "ncu_version", "ncu_source", "base_image")
 IMAGE_MARKER_MAX_BYTES = 65536

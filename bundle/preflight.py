@@ -22,6 +22,11 @@ container the probe runs the same checks and reports the hardware and software t
 will see. The native engine runs the checks in this process (``torch.cuda.is_available()``
 does not initialise CUDA).
 
+Every device: validate, compare and qualify compare their results with the frozen reference
+(``protocol.hostrefs.FROZEN_REFERENCE``); :func:`require_frozen_reference` refuses in one line,
+naming every place looked at and ``REV88_ORIGINAL_DIR``, before anything is written when it does
+not hold the files the phases read (:func:`frozen_members`).
+
 torch, pynvml and the docker SDK are imported inside functions only.
 """
 
@@ -35,7 +40,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bundle.data import DRAW_COUNT
 from bundle.errors import BundleError
+from protocol import hostrefs
 
 PROBE_MARK = "REV88-PROBE "
 """Prefix of the probe job's one JSON line on stdout."""
@@ -83,6 +90,53 @@ def needs_for(phases: Iterable[str], device: str) -> tuple[str, ...]:
         return ()
     wanted = {need for p in phases for need in GPU_PHASES_NEEDS.get(p, ())}
     return tuple(n for n in NEEDS_ORDER if n in wanted)
+
+
+def frozen_members(phases: Iterable[str], *, compare_draw: int | None = 0,
+                   qualify_draws: Iterable[int] = range(DRAW_COUNT)) -> tuple[str, ...]:
+    """The frozen reference's files that *phases* read (relative to the reference folder).
+
+    Args:
+        phases: phase names; energy and profile read none.
+        compare_draw: the draw compare runs (``--draw``), or ``None`` for custom inputs (no
+            reference applies: the comparison records ``draw_index: null``).
+        qualify_draws: the draws qualify trains.
+
+    Returns:
+        e.g. ``("cache-audit/cuda-validation.json", "results/draw-00.json", "accuracy.json")``;
+        ``()`` when none is read.
+    """
+    members: list[str] = []
+    phases = list(phases)
+    if "validate" in phases:
+        members.append(hostrefs.FROZEN_VALIDATION)
+    if "compare" in phases and compare_draw is not None:
+        members.append(hostrefs.frozen_draw_member(compare_draw))
+    if "qualify" in phases:
+        members += [hostrefs.frozen_draw_member(i) for i in qualify_draws] + [hostrefs.FROZEN_ACCURACY]
+    return tuple(dict.fromkeys(members))
+
+
+def require_frozen_reference(members: Iterable[str]) -> Path | None:
+    """The frozen reference folder holding *members*, checked before a phase writes anything.
+
+    Args:
+        members: from :func:`frozen_members`; empty means no phase reads the reference.
+
+    Returns:
+        The folder (``protocol.hostrefs.FROZEN_REFERENCE.require``), or ``None`` for no members.
+
+    Raises:
+        BundleError: no place of the search order holds every member: one line naming each place
+            looked at and ``REV88_ORIGINAL_DIR`` (exit status 2).
+    """
+    members = tuple(members)
+    if not members:
+        return None
+    try:
+        return hostrefs.FROZEN_REFERENCE.require(members)
+    except hostrefs.HostReferenceMissing as exc:
+        raise BundleError(str(exc)) from None
 
 
 # --- the checks themselves (run in this process or inside the probe job) ------------------

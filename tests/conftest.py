@@ -185,6 +185,21 @@ def check_statuses(path: Path) -> dict[str, set[str]]:
     return out
 
 
+def one_line_error(res, *needles: str) -> str:
+    """The one stderr line of a refused ``CliRunner`` invocation: exit 2, ``rev88: error: ``, no traceback.
+
+    Returns:
+        The line, after checking that it contains each of *needles*.
+    """
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    err = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("rev88: error: "), res.stderr
+    assert "Traceback" not in res.output
+    for needle in needles:
+        assert needle in err[0], (needle, err[0])
+    return err[0]
+
+
 def forge_record(root: Path, rel: str, change) -> None:
     """Rewrite the gz JSON record *rel* of run archive *root* with ``change(record)``, then rebuild the manifest.
 

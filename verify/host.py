@@ -1,10 +1,11 @@
 """The verifying host's reference data: the frozen original archive and the raw MNIST files.
 
 Neither belongs to the archive under verification. Run archives are compared with the
-frozen reference (``$REV88_ORIGINAL_DIR``, else the repository's ``evidence/rev88-original``):
+frozen reference (``protocol.hostrefs.FROZEN_REFERENCE``: ``$REV88_ORIGINAL_DIR``, else the
+checkout's ``evidence/rev88-original``, else the image's copy):
 each draw's predictions must equal its frozen ``predictions_sha256``. Every archive's draws
-are rebuilt from the raw MNIST files (``$REV88_RAW_DIR``, else the repository's
-``data/mnist``), pinned by sha256 in :data:`bundle.data.RAW_FILES`.
+are rebuilt from the raw MNIST files (``protocol.hostrefs.RAW_MNIST``: ``$REV88_RAW_DIR``, else
+the checkout's ``data/mnist``, else the image's copy), pinned by sha256 in :data:`bundle.data.RAW_FILES`.
 
 When either is missing or altered on this host, :func:`require_reference_data` raises
 :class:`HostReferenceError`: one line naming the folder and what to do, exit status 2. The
@@ -26,17 +27,17 @@ from pathlib import Path
 
 from bundle import data
 from bundle.errors import BundleError
+from protocol.hostrefs import FROZEN_REFERENCE, RAW_MNIST
 from verify import safeio
 from verify.integrity import ArchiveFiles
 from verify.original_layout import is_original_archive, verify_original_archive
 from verify.records import RecordError
 from verify.result import Status
 
-REPO_ORIGINAL = Path(__file__).resolve().parents[1] / "evidence" / "rev88-original"
-"""The repository's copy of the frozen reference."""
-
-ORIGINAL_ROOT = Path(os.environ.get("REV88_ORIGINAL_DIR") or REPO_ORIGINAL)
-"""The frozen reference: ``$REV88_ORIGINAL_DIR`` (set in the verify image), else :data:`REPO_ORIGINAL`."""
+ORIGINAL_ROOT = FROZEN_REFERENCE.location()
+"""The frozen reference (``protocol.hostrefs.FROZEN_REFERENCE``): ``$REV88_ORIGINAL_DIR`` when set (the
+verify image sets it), else the checkout's ``evidence/rev88-original`` when the package sits in one, else
+the image's copy; when none exists, the first place looked at (:func:`frozen_reference` then refuses)."""
 
 
 class HostReferenceError(BundleError):
@@ -47,14 +48,11 @@ class HostReferenceError(BundleError):
 
 
 def _original_source() -> str:
-    return "set by REV88_ORIGINAL_DIR" if os.environ.get("REV88_ORIGINAL_DIR") else "the repository's copy"
+    return f"set by {FROZEN_REFERENCE.env}" if FROZEN_REFERENCE.named() is not None else "found by the search order"
 
 
 def _original_hint() -> str:
-    if os.environ.get("REV88_ORIGINAL_DIR"):
-        return (f"point REV88_ORIGINAL_DIR at an intact copy of evidence/rev88-original, or unset it to use "
-                f"{REPO_ORIGINAL}")
-    return "restore evidence/rev88-original from the repository, or set REV88_ORIGINAL_DIR to an intact copy"
+    return f"looked at {FROZEN_REFERENCE.looked_at()}; {FROZEN_REFERENCE.remedy()}"
 
 
 def _signature(root: Path) -> tuple[tuple[str, int, int, int, int], ...]:
@@ -103,10 +101,11 @@ def frozen_reference() -> ArchiveFiles:
 
 
 def _raw_hint() -> str:
-    if os.environ.get("REV88_RAW_DIR"):
+    if RAW_MNIST.named() is not None:
         return ("set REV88_RAW_DIR to the folder holding the four pinned files, or unset it to use the repository's "
                 "data/mnist (`rev88 data fetch --dest DIR` downloads them)")
-    return "restore data/mnist from the repository, or `rev88 data fetch --dest DIR` and set REV88_RAW_DIR=DIR"
+    return (f"looked at {RAW_MNIST.looked_at()}; restore data/mnist from the repository, or `rev88 data fetch "
+            "--dest DIR` and set REV88_RAW_DIR=DIR")
 
 
 def _raw_problems(folder: Path) -> list[str]:
@@ -129,7 +128,7 @@ def _raw_problems(folder: Path) -> list[str]:
 def _checked_raw(folder: str, signature: tuple) -> None:
     problems = _raw_problems(Path(folder))
     if problems:
-        source = "set by REV88_RAW_DIR" if os.environ.get("REV88_RAW_DIR") else "the repository's data/mnist"
+        source = "set by REV88_RAW_DIR" if RAW_MNIST.named() is not None else "found by the search order"
         raise HostReferenceError(
             f"the raw MNIST files on this host are missing or altered ({folder}, {source}: {'; '.join(problems)}): "
             f"every draw is rebuilt from them, so no archive is checked; {_raw_hint()}")

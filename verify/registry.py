@@ -107,6 +107,12 @@ def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], repo
 DIAGNOSTIC_VERDICTS = ("consistency.environment.cuda_device", "compare.config.device")
 """The FAILs that say a phase ran as a ``--device cpu`` diagnostic; they stay FAILs."""
 
+FROZEN_VERDICTS = ("compare.frozen_reference.present", "compare.frozen_reference",
+                   "compare.predictions_bit_equal_to_frozen_reference",
+                   "validate.original_comparison.present", "validate.original_comparison")
+"""The comparisons with the frozen reference: recomputed from predictions and hashes that a CPU run
+has as well as a GPU run, so their FAILs stay FAILs on every device."""
+
 
 def cpu_diagnostic_phases(files: ArchiveFiles) -> set[str]:
     """Phases other than qualification that ``environment.json.gz`` says ran without a CUDA device.
@@ -130,15 +136,15 @@ def fold_cpu_diagnostics(files: ArchiveFiles, report: VerifyReport) -> None:
     Such a phase already FAILs once, plainly (:data:`DIAGNOSTIC_VERDICTS`: "ran without a
     CUDA device … rerun on a GPU host"); its records have no CUDA memory, board or inventory
     figures, so every check of those fields would FAIL again with schema noise. Those become
-    UNAVAILABLE naming the phase; integrity FAILs and the diagnostic verdicts are kept, so the
-    archive still FAILs.
+    UNAVAILABLE naming the phase; integrity FAILs, the diagnostic verdicts and the comparisons with
+    the frozen reference (:data:`FROZEN_VERDICTS`) are kept, so the archive still FAILs.
     """
     phases = cpu_diagnostic_phases(files)
     if not phases:
         return
     for i, r in enumerate(report.results):
         phase = r.subject.split("/", 1)[0] if "/" in r.subject else None
-        if (r.status is Status.FAIL and phase in phases and r.check_id not in DIAGNOSTIC_VERDICTS
+        if (r.status is Status.FAIL and phase in phases and r.check_id not in DIAGNOSTIC_VERDICTS + FROZEN_VERDICTS
                 and not r.check_id.startswith("integrity.")):
             report.results[i] = CheckResult(r.check_id, r.subject, Status.UNAVAILABLE, r.recorded, r.recomputed,
                                             r.tolerance, f"not checked: {phase} ran as a --device cpu diagnostic "

@@ -89,7 +89,7 @@ def require_cuda(command: str, engine: str) -> None:
 
 
 def checked_engine(phase: str, *, engine: str, device: str, out: Path, command: str,
-                   ncu: str | None = None) -> Any:
+                   ncu: str | None = None, draw: int = 0) -> Any:
     """The engine named by ``--engine``, after *phase*'s preconditions on *device* were checked.
 
     Runs before the phase writes anything: natively the checks run in this process; with
@@ -103,18 +103,21 @@ def checked_engine(phase: str, *, engine: str, device: str, out: Path, command: 
         out: the run folder (``--out``).
         command: for messages (``"rev88 compare"``).
         ncu: the ``--ncu`` path (profile).
+        draw: the draw compare compares with the frozen reference (``--draw``).
 
     Returns:
         A :class:`bundle.jobs.Engine`.
 
     Raises:
-        BundleError: unknown engine or device, a GPU-only phase on the CPU, or a missing
-            precondition (one line; nothing written).
+        BundleError: unknown engine or device, a GPU-only phase on the CPU, the frozen reference
+            missing for a phase that compares with it, or a missing precondition (one line; nothing
+            written).
     """
     from bundle import preflight  # noqa: PLC0415
     from bundle.commands.compare import make_engine  # noqa: PLC0415
 
     preflight.needs_for([phase], device)
+    preflight.require_frozen_reference(preflight.frozen_members([phase], compare_draw=draw))
     job_engine = make_engine(engine)
     if getattr(job_engine, "kind", "native") == "docker":
         with preflight.run_folder(Path(out)) as run_dir:

@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
         from bundle.commands.console import print_table  # noqa: PLC0415
         from bundle.phases.compare import run_compare  # noqa: PLC0415
 
-        job_engine = checked_engine("compare", engine=engine, device=device, out=out, command="rev88 compare")
+        job_engine = checked_engine("compare", engine=engine, device=device, out=out, command="rev88 compare",
+                                    draw=draw)
         console = Console(stderr=True)
         result = run_compare(out, engine=job_engine, raw_dir=raw_dir, draw_index=draw, force=force,
                              device=device, on_job=lambda name: console.print(f"[bold]running[/] {name}"),

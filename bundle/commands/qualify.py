@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
         selected = parse_draws(draws)
         require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or .venv/bin/pip install torch==2.13.0 -e '.[learner]'")
         preflight.require(["qualify"], device=device, command=f"rev88 qualify --device {device}")
+        preflight.require_frozen_reference(preflight.frozen_members(["qualify"], qualify_draws=selected))
         if RunArchive(out).is_complete("qualify") and not force:
             raise BundleError(f"phase 'qualify' is already complete ({out / 'qualify'}): pass --force to replace it "
                               "(make qualify PHASE_ARGS=--force) or use another --out folder")

@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="folder for REPORT.md and the PNG figures")] = Path("report"),
         original: Annotated[Path | None, typer.Option(
             help="the original archive for the A100 reference figures (default: $REV88_ORIGINAL_DIR, else the "
-                 "repository's evidence/rev88-original)")] = None,
+                 "checkout's evidence/rev88-original, else the image's copy)")] = None,
         baseline: Annotated[Path | None, typer.Option(
             help="for a rev88-fused archive: a run archive of the frozen learner whose profile gives rev88's "
                  "traffic per task beside the variant's")] = None,

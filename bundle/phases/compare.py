@@ -36,6 +36,8 @@ from bundle.phases.fixture_runner import (
     workspace_stem,
     write_fixture_inputs,
 )
+from bundle.preflight import frozen_members, require_frozen_reference
+from protocol import hostrefs
 
 PHASE = "compare"
 WORKSPACES = ((":4096:8", "baseline"), (":16:8", "preferred"), (":0:0", "diagnostic"))
@@ -43,7 +45,6 @@ BASELINE = ":4096:8"
 STATE_HASH_KEYS = ("input_hashes", "initial_parameter_sha256", "epoch_permutation_sha256",
                    "final_parameter_sha256", "final_velocity_sha256", "state_vector_sha256",
                    "predictions_sha256", "scores_sha256")
-ORIGINAL_RESULTS = Path(__file__).resolve().parents[2] / "evidence" / "rev88-original" / "results"
 MIB = 2**20
 
 
@@ -117,20 +118,35 @@ def differing_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return [key for key in STATE_HASH_KEYS if a.get(key) != b.get(key)]
 
 
-def frozen_reference(draw_index: int) -> dict[str, Any] | None:
-    """The original draw's metadata (``evidence/rev88-original/results/draw-XX.json``), or ``None``."""
-    path = ORIGINAL_RESULTS / f"draw-{draw_index:02d}.json"
-    if not path.is_file():
-        return None
-    return {"path": f"evidence/rev88-original/results/{path.name}",
-            "metadata": json.loads(path.read_text())["metadata"]}
+def frozen_reference(draw_index: int, original_dir: Path | None = None) -> dict[str, Any]:
+    """The original draw's metadata (the frozen reference's ``results/draw-XX.json``).
+
+    Args:
+        draw_index: the qualification draw (0…10).
+        original_dir: the frozen reference folder (default: ``protocol.hostrefs.FROZEN_REFERENCE``'s
+            search order).
+
+    Returns:
+        ``{"path": "evidence/rev88-original/results/draw-XX.json", "metadata": {...}}``.
+
+    Raises:
+        BundleError: no place holds the draw's file (one line naming the places and REV88_ORIGINAL_DIR).
+    """
+    member = hostrefs.frozen_draw_member(draw_index)
+    if original_dir is None:
+        original_dir = require_frozen_reference([member])
+    return {"path": f"{hostrefs.FROZEN_REFERENCE.repo_path}/{member}",
+            "metadata": json.loads((Path(original_dir) / member).read_text())["metadata"]}
 
 
 def summarise(records: Mapping[str, dict[str, Any]], predictions: Mapping[str, np.ndarray],
-              stage_dir: Path, draw_index: int | None) -> dict[str, Any]:
+              stage_dir: Path, draw_index: int | None, original_dir: Path | None = None) -> dict[str, Any]:
     """Build ``comparison.json.gz`` from the three fixture records (keys in docs/evidence-format.md).
 
-    *draw_index* ``None`` means custom inputs: no frozen reference applies.
+    *draw_index* ``None`` means custom inputs: no frozen reference applies (``frozen_reference`` and
+    ``predictions_bit_equal_to_frozen_reference`` are ``null``, ``draw_index`` says why). Otherwise the
+    frozen draw is read from *original_dir* (default: the search order of
+    ``protocol.hostrefs.FROZEN_REFERENCE``) and a missing one raises ``BundleError``, never ``null``.
     """
     base = records[BASELINE]
     configs = []
@@ -163,7 +179,7 @@ def summarise(records: Mapping[str, dict[str, Any]], predictions: Mapping[str, n
     base_preds = predictions[BASELINE]
     bit_equal = all(np.array_equal(base_preds, predictions[w]) and predictions[w].dtype == base_preds.dtype
                     for w, _ in WORKSPACES)
-    frozen = None if draw_index is None else frozen_reference(draw_index)
+    frozen = None if draw_index is None else frozen_reference(draw_index, original_dir)
     frozen_block: dict[str, Any] | None = None
     if frozen is not None:
         want = frozen["metadata"]["predictions_sha256"]
@@ -223,10 +239,13 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
             ``False``: one process after the other (before 2026-12-01).
 
     Raises:
-        BundleError: a fixture job failed (the staging folder keeps finished jobs for resume),
-            or the phase is already complete without *force*.
+        BundleError: the frozen reference lacks the draw (checked before anything is written), a
+            fixture job failed (the staging folder keeps finished jobs for resume), or the phase is
+            already complete without *force*.
     """
     from_draw = inputs is None
+    # the frozen draw is found before anything is written (one line naming where it was looked for)
+    original_dir = require_frozen_reference(frozen_members([PHASE], compare_draw=draw_index if from_draw else None))
     inputs, config = draw_inputs(inputs, config, draw_index=draw_index, raw_dir=raw_dir)
     run = RunArchive(run_dir)
     with run.phase(PHASE, force=force) as stage:
@@ -272,7 +291,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
                 raise BundleError(f"{output} ran with {record['cublas_workspace_config']}, expected {workspace}: "
                                   "the engine did not pass the job environment; check the engine")
             predictions[workspace] = load_predictions(output, record)
-        comparison = summarise(records, predictions, stage.path, draw_index if from_draw else None)
+        comparison = summarise(records, predictions, stage.path, draw_index if from_draw else None, original_dir)
         archive.write_json_gz(stage / "comparison.json.gz", comparison)
     run.record_execution(PHASE, records[BASELINE]["execution"])
     return comparison

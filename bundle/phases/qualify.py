@@ -31,12 +31,11 @@ from bundle.archive import RunArchive
 from bundle.data import DRAW_COUNT, array_sha256, dataset_seed, evaluation_labels, load_draw
 from bundle.errors import BundleError
 from bundle.phases.fixture_runner import check_resumed_launch, store_kernel_source
+from bundle.preflight import frozen_members, require_frozen_reference
+from protocol import hostrefs
 
 PHASE = "qualify"
 SCHEMA_VERSION = 1
-#: The frozen reference: ``$REV88_ORIGINAL_DIR`` (set in the images), else the repository's copy.
-ORIGINAL_DIR = Path(os.environ.get("REV88_ORIGINAL_DIR")
-                    or Path(__file__).resolve().parents[2] / "evidence" / "rev88-original")
 #: Protocol-order frozen config (spec 2.1); equal to ``bundle.learner.FROZEN_CONFIG`` (no torch here).
 PROTOCOL_CONFIG = {"alpha": 0.5, "batch_size": 128, "momentum": 0.9, "weight_decay": 0.0,
                    "seed": 11, "depth": 2, "epochs": 2, "learning_rate": 0.1}
@@ -73,16 +72,24 @@ def parse_draws(text: str) -> list[int]:
     return sorted(draws)
 
 
-def frozen_draw(draw_index: int, original_dir: Path = ORIGINAL_DIR) -> dict[str, Any]:
+def frozen_draw(draw_index: int, original_dir: Path | None = None) -> dict[str, Any]:
     """The original draw's result metadata (``results/draw-XX.json``) and its accuracy row.
 
+    Args:
+        draw_index: the qualification draw (0…10).
+        original_dir: the frozen reference folder (default: ``protocol.hostrefs.FROZEN_REFERENCE``'s
+            search order: ``$REV88_ORIGINAL_DIR``, the checkout's copy, the image's copy).
+
     Raises:
-        BundleError: the shipped original evidence is missing.
+        BundleError: no place holds the draw's files (one line naming the places and REV88_ORIGINAL_DIR).
     """
-    result = original_dir / "results" / f"draw-{draw_index:02d}.json"
-    accuracy = original_dir / "accuracy.json"
+    members = [hostrefs.frozen_draw_member(draw_index), hostrefs.FROZEN_ACCURACY]
+    if original_dir is None:
+        original_dir = require_frozen_reference(members)
+    result, accuracy = (Path(original_dir) / m for m in members)
     if not result.is_file() or not accuracy.is_file():
-        raise BundleError(f"original evidence missing ({result}): restore evidence/rev88-original from the repository")
+        raise BundleError(f"the frozen reference {original_dir} lacks {result.name} or {accuracy.name}: point "
+                          f"{hostrefs.FROZEN_REFERENCE.env} at a copy of the repository's evidence/rev88-original")
     rows = {row["draw"]: row for row in json.loads(accuracy.read_text())["rows"]}
     return {"metadata": json.loads(result.read_text())["metadata"], "accuracy_row": rows[draw_index]}
 
@@ -281,9 +288,11 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
         ``{"records": {draw: record}, "accuracy": accuracy record, "all_predictions_equal_frozen": bool}``.
 
     Raises:
-        BundleError: bad inputs, a runner failure (finished draws stay staged), missing evidence.
+        BundleError: bad inputs, a runner failure (finished draws stay staged), or the frozen
+            reference lacks a selected draw (checked before anything is written).
     """
     draws = sorted(draws)
+    require_frozen_reference(frozen_members([PHASE], qualify_draws=draws))
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise BundleError(f"--jobs must be a positive integer (got {jobs!r})")
     runner = runner if runner is not None else InProcessRunner(device)

@@ -302,6 +302,8 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     preflight.needs_for(phases, device)  # a GPU-only phase with --device cpu: refused before the folder exists
     run = archive.RunArchive(run_dir)
     to_run = [p for p in phases if force or not run.is_complete(p)]
+    # validate, compare and qualify compare with the frozen reference: refused here, before the folder exists
+    preflight.require_frozen_reference(preflight.frozen_members(to_run))
     boards = resolve_boards(gpus, engine=engine, device=device)
     invocation_start, invocation_started_at = time.perf_counter(), archive.utc_now()
     with sigterm_interrupts():  # a timeout or scheduler stop ends like Ctrl-C: jobs killed, invocation recorded

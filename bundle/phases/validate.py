@@ -39,6 +39,8 @@ from bundle.phases.fixture_runner import (
     run_overlapped,
     write_fixture_inputs,
 )
+from bundle.preflight import frozen_members, require_frozen_reference
+from protocol import hostrefs
 
 PHASE = "validate"
 SMOKE_SEED = 9140914
@@ -47,8 +49,6 @@ SMOKE_CONFIG = {"alpha": 0.5, "batch_size": 8, "momentum": 0.9, "weight_decay": 
                 "epochs": 2, "learning_rate": 0.1}
 COMPARED_HASHES = ("final_parameter_sha256", "final_velocity_sha256", "state_vector_sha256",
                    "predictions_sha256", "scores_sha256")
-ORIGINAL_VALIDATION = (Path(__file__).resolve().parents[2] / "evidence" / "rev88-original" / "cache-audit"
-                       / "cuda-validation.json")
 # Simulated on CPU builds (no CUDA to initialise); real on the device.
 LATE_INIT_CODE = {
     "cuda": "import torch; torch.cuda.init(); import bundle.fixture",
@@ -99,8 +99,10 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
             time, then job 2 alone; ``False``: all four one after another (before 2026-12-01).
 
     Raises:
-        BundleError: a job that must succeed failed (finished jobs are kept for resume).
+        BundleError: the frozen reference's validation record is not on this host (checked before
+            anything is written), or a job that must succeed failed (finished jobs are kept for resume).
     """
+    original_dir = require_frozen_reference(frozen_members([PHASE]))
     run = RunArchive(run_dir)
     with run.phase(PHASE, force=force) as stage:
         smoke = stage.path.resolve() / "smoke"
@@ -160,15 +162,20 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
                                                       device=device), cli_out, on_line)
         cli_predictions = load_predictions(cli_out, cli)
         record = build_record(worker, cli, cli_predictions, refusals, device,
-                              archive.file_sha256(cli_out))
+                              archive.file_sha256(cli_out), original_dir)
         archive.write_json_gz(stage / "validation.json.gz", record)
     run.record_execution(PHASE, worker["execution"])
     return record
 
 
 def build_record(worker: Mapping[str, Any], cli: Mapping[str, Any], cli_predictions: np.ndarray,
-                 refusals: Mapping[str, Mapping[str, Any]], device: str, cli_record_sha256: str) -> dict[str, Any]:
-    """Assemble ``validation.json.gz`` from the worker record, the CLI record and the refusal jobs."""
+                 refusals: Mapping[str, Mapping[str, Any]], device: str, cli_record_sha256: str,
+                 original_dir: Path | None = None) -> dict[str, Any]:
+    """Assemble ``validation.json.gz`` from the worker record, the CLI record and the refusal jobs.
+
+    *original_dir*: the frozen reference folder for ``original_comparison`` (default: the search
+    order of ``protocol.hostrefs.FROZEN_REFERENCE``; a missing one raises ``BundleError``).
+    """
     api = worker["api"]
     api_meta, cli_meta = api["metadata"], cli["metadata"]
     smoke = {
@@ -204,7 +211,7 @@ def build_record(worker: Mapping[str, Any], cli: Mapping[str, Any], cli_predicti
         "numerical_validation": numerical,
         "cpu_reconstruction_selftest": {"passed": selftest_passed, "cases": selftest},
         "api_cli_smoke": smoke,
-        "original_comparison": original_comparison(api_meta, numerical),
+        "original_comparison": original_comparison(api_meta, numerical, original_dir),
         "source_sha256": worker["source_sha256"],
         "runner_sha256": archive.file_sha256(Path(__file__)),
         "hardware": worker["hardware"],
@@ -213,18 +220,33 @@ def build_record(worker: Mapping[str, Any], cli: Mapping[str, Any], cli_predicti
     }
 
 
-def original_comparison(api_meta: Mapping[str, Any], numerical: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def original_comparison(api_meta: Mapping[str, Any], numerical: Mapping[str, Any] | None,
+                        original_dir: Path | None = None) -> dict[str, Any]:
     """Which API-smoke hashes equal the original's ``cuda-validation.json`` (informational: the
-    inputs, orders and initial weights are platform-independent; trained state may not be)."""
-    if not ORIGINAL_VALIDATION.is_file():
-        return None
+    inputs, orders and initial weights are platform-independent; trained state may not be).
+
+    Args:
+        api_meta: the worker's API-smoke metadata.
+        numerical: the worker's numerical validation (``checks`` is compared), or ``None``.
+        original_dir: the frozen reference folder (default: ``protocol.hostrefs.FROZEN_REFERENCE``'s
+            search order).
+
+    Returns:
+        ``path``, ``equal`` (per hash key), ``original_check_count``, ``check_count``,
+        ``original_maximum_abs_error``.
+
+    Raises:
+        BundleError: no place holds the original's validation record (never ``null`` instead).
+    """
     import json  # noqa: PLC0415
 
-    original = json.loads(ORIGINAL_VALIDATION.read_text())
+    if original_dir is None:
+        original_dir = require_frozen_reference([hostrefs.FROZEN_VALIDATION])
+    original = json.loads((Path(original_dir) / hostrefs.FROZEN_VALIDATION).read_text())
     meta = original["api_cli_smoke"]["metadata"]
     keys = ("input_hashes", "epoch_permutation_sha256", "initial_parameter_sha256", *COMPARED_HASHES)
     return {
-        "path": "evidence/rev88-original/cache-audit/cuda-validation.json",
+        "path": f"{hostrefs.FROZEN_REFERENCE.repo_path}/{hostrefs.FROZEN_VALIDATION}",
         "equal": {key: meta.get(key) == api_meta.get(key) for key in keys},
         "original_check_count": original["numerical_validation"]["checks"],
         "check_count": None if numerical is None else numerical.get("checks"),

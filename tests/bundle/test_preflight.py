@@ -19,20 +19,11 @@ from bundle.cli import app
 from bundle.commands.qualify import verdict_lines
 from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
+from tests.conftest import one_line_error as _one_line
 
 runner = CliRunner()
 CUDA_SEEN = preflight.check_cuda()["ok"]
 needs_no_cuda = pytest.mark.skipif(CUDA_SEEN, reason="this host has a CUDA device: the refusal cannot happen")
-
-
-def _one_line(res, *needles: str) -> str:
-    assert res.exit_code == 2, (res.exit_code, res.output)
-    err = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(err) == 1 and err[0].startswith("rev88: error: "), res.stderr
-    assert "Traceback" not in res.output
-    for needle in needles:
-        assert needle in err[0], (needle, err[0])
-    return err[0]
 
 
 def _untouched(run_dir: Path, existed: bool) -> None:

@@ -25,14 +25,12 @@ floating point, a wall-clock time).
 
 from __future__ import annotations
 
-import ast
-import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from protocol.learners import FUSED_LEARNER, FUSED_TIMING_SCOPE
 from verify.records import get, get_dict, get_int, get_list
 from verify.result import CheckResult, check_equal, check_true
 
@@ -47,9 +45,6 @@ SELFTEST_BOUND = 1e-5
 """Largest plausible CPU self-test residual (float32 cases reach 2.4e-7)."""
 
 
-FUSED_LEARNER = "rev88-fused"  #: bundle.fused_learner.LEARNER_NAME (not imported: it imports torch)
-
-
 def learner_name(record: Mapping[str, Any]) -> str:
     """The learner a record or metadata block names: the writer's ``bundle.phases.energy.learner_of``."""
     from bundle.phases.energy import learner_of  # noqa: PLC0415  (torch-free; keeps this module import-light)
@@ -57,18 +52,10 @@ def learner_name(record: Mapping[str, Any]) -> str:
     return learner_of(record)
 
 
-@functools.lru_cache(maxsize=1)
 def fused_timing_scope() -> str:
-    """``TIMING_SCOPE`` of bundle/fused_learner.py, read from its source (the module imports torch).
-
-    Raises:
-        ValueError: the file has no literal ``TIMING_SCOPE`` assignment.
-    """
-    path = Path(__file__).resolve().parents[2] / "bundle" / "fused_learner.py"
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TIMING_SCOPE" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise ValueError(f"{path} assigns no literal TIMING_SCOPE")
+    """The fused learner's ``timing_scope``: :data:`protocol.learners.FUSED_TIMING_SCOPE`, which
+    ``bundle.fused_learner.TIMING_SCOPE`` is assigned from (that module imports torch)."""
+    return FUSED_TIMING_SCOPE
 
 
 def parameter_count(depth: int) -> int:
@@ -136,7 +123,7 @@ def check_block(block: Block, reference: Mapping[str, Any]) -> list[CheckResult]
         {"timing_scope": fused_timing_scope()} if fused else {})
     out.append(check_equal("metadata.constants", s, {k: get(md, k, None, w) for k in CONSTANT_KEYS}, want_constants,
                            what="protocol constants vs the frozen reference (the fused learner: its own timing "
-                                "scope, bundle/fused_learner.py TIMING_SCOPE)"))
+                                "scope, protocol.learners.FUSED_TIMING_SCOPE)"))
     if fused:
         out.append(check_equal("metadata.selftest", s, md.get("validation"), None,
                                what="no CPU self-test block: the fused learner runs none (its reversible backward is "

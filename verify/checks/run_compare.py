@@ -11,16 +11,19 @@ byte for byte. Validation (spec 7.5): check count, maximum absolute error within
 from __future__ import annotations
 
 import io
+import json
 import math
 
 import numpy as np
 
 from bundle import data
+from protocol.hostrefs import FROZEN_REFERENCE, FROZEN_VALIDATION
 from verify.checks import memory
 from verify.checks.run_common import compare_fields, frozen_draw_metadata, json_record, stored_sha
+from verify.host import frozen_reference
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, failed
+from verify.result import CheckResult, Status, check_equal, check_true, failed
 
 STATE_HASH_KEYS = ("input_hashes", "initial_parameter_sha256", "epoch_permutation_sha256", "final_parameter_sha256",
                    "final_velocity_sha256", "state_vector_sha256", "predictions_sha256", "scores_sha256")
@@ -48,15 +51,40 @@ def _row_memory(rec: dict, where: str) -> dict:
             - get_int(mem, "allocated_before_prepare_bytes", where)}
 
 
+def frozen_comparison_present(cmp: dict, rel: str) -> CheckResult:
+    """A comparison of a qualification draw compared it with the frozen reference, on every device.
+
+    ``draw_index`` an integer means the draw's inputs, whose frozen ``results/draw-XX.json`` exists
+    (the writer refuses to start without it): ``frozen_reference`` must be an object and
+    ``predictions_bit_equal_to_frozen_reference`` a boolean. ``draw_index: null`` (custom inputs)
+    is the writer's "not applicable": both ``null`` then. Their values are recomputed below (GPU
+    rows only; a CPU row FAILs ``compare.config.device`` first).
+    """
+    draw = cmp.get("draw_index")
+    block, equal = cmp.get("frozen_reference"), cmp.get("predictions_bit_equal_to_frozen_reference")
+    if draw is None:
+        return check_true("compare.frozen_reference.present", rel, block is None and equal is None,
+                          "draw_index is null (custom inputs, no frozen reference applies) but a frozen comparison "
+                          "is recorded", recorded={"frozen_reference": block, "equal": equal})
+    missing = [k for k, v in (("frozen_reference", block), ("predictions_bit_equal_to_frozen_reference", equal))
+               if not isinstance(v, dict if k == "frozen_reference" else bool)]
+    return check_true("compare.frozen_reference.present", rel, not missing,
+                      f"{' and '.join(missing)} not recorded for draw {draw}: this compare was not compared with "
+                      "the frozen reference; rerun compare where it is found (REV88_ORIGINAL_DIR)",
+                      recorded={k: cmp.get(k) for k in missing} or None)
+
+
 def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
     """Every derived field of ``compare/comparison.json.gz``."""
     rel = "compare/comparison.json.gz"
     cmp = json_record(f, rel)
     if cmp is None:
         return []
-    out: list[CheckResult] = []
+    presence = frozen_comparison_present(cmp, rel)
+    out: list[CheckResult] = [presence]
     records: dict[str, dict] = {}
     arrays: dict[str, np.ndarray] = {}
+    loaded: dict[str, tuple[dict, np.ndarray]] = {}  # every row with its files, --device cpu ones too
     for i, row in enumerate(get_list(cmp, "configs", rel)):
         w = f"{rel}: configs.{i}"
         ws = get_str(row, "workspace", w)
@@ -67,12 +95,12 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
         if rec is None or not f.has(pred_rel):
             out.append(failed("compare.config.files", subject, f"{rec_rel} or {pred_rel} is not in the archive"))
             continue
+        loaded[ws] = (rec, np.load(io.BytesIO(f.read(pred_rel)), allow_pickle=False))
         if rec.get("device") == "cpu":
             out.append(failed("compare.config.device", subject, f"{rec_rel} was made with --device cpu (a "
                               "diagnostic without CUDA memory figures): rerun compare on a GPU host"))
             continue
-        records[ws] = rec
-        arrays[ws] = np.load(io.BytesIO(f.read(pred_rel)), allow_pickle=False)
+        records[ws], arrays[ws] = loaded[ws]
         md = get_dict(rec, "metadata", rec_rel)
         want = {"record_sha256": stored_sha(f, rec_rel), "predictions_file_sha256": stored_sha(f, pred_rel),
                 "gpu": get(rec, "hardware.name", str, rec_rel), "gpu_uuid": get(rec, "hardware.uuid", str, rec_rel),
@@ -82,6 +110,7 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
                 "scores_sha256": get_str(md, "scores_sha256", rec_rel), "memory": _row_memory(rec, rec_rel)}
         out.append(compare_fields("compare.config", subject, row, want, what="config row vs its record and files"))
         out.append(_peak_verdict(f, rec_rel, want["memory"]["peak_allocated_bytes"], subject))
+    out += _frozen_checks(cmp, rel, presence, loaded)
     if BASELINE not in records:
         return out + [failed("compare.baseline", rel, f"no {BASELINE} record: reductions cannot be recomputed")]
     base_peak = memory.derived_memory(records[BASELINE], "baseline")["peak_allocated_bytes"]
@@ -105,20 +134,35 @@ def check_comparison(f: ArchiveFiles) -> list[CheckResult]:
                            get(cmp, "predictions_bit_equal_across_configs", bool, rel),
                            all(a.dtype == first.dtype and a.shape == first.shape and a.tobytes() == first.tobytes()
                                for a in arrays.values()), what="prediction arrays byte-identical"))
-    draw = get_int(cmp, "draw_index", rel)
-    frozen = frozen_draw_metadata(draw)
-    if frozen is not None:
-        ref = get_str(frozen, "predictions_sha256", "frozen")
-        match = {ws: data.array_sha256(a) == ref for ws, a in arrays.items()}
-        out.append(check_equal("compare.predictions_bit_equal_to_frozen_reference", rel,
-                               get(cmp, "predictions_bit_equal_to_frozen_reference", (bool, type(None)), rel),
-                               all(match.values()), what="all configs' predictions equal the frozen draw"))
-        out.append(compare_fields("compare.frozen_reference", rel, get(cmp, "frozen_reference", dict, rel),
-                                  {"predictions_sha256": ref, "predictions_match": match,
-                                   "state_fields_differing": {ws: differing(get_dict(r, "metadata", ws), frozen)
-                                                              for ws, r in records.items()}},
-                                  what="comparison with the frozen original draw"))
     return out
+
+
+def _frozen_checks(cmp: dict, rel: str, presence: CheckResult,
+                   loaded: dict[str, tuple[dict, np.ndarray]]) -> list[CheckResult]:
+    """The comparison with the frozen draw recomputed from every configuration's record and predictions
+    (a ``--device cpu`` row too: its predictions are compared like a GPU row's).
+
+    Nothing when the presence check FAILed (nothing recorded to recompute) or for custom inputs
+    (``draw_index`` null).
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
+    if cmp.get("draw_index") is None or presence.status is not Status.PASS:
+        return []
+    frozen = frozen_draw_metadata(get_int(cmp, "draw_index", rel))
+    if frozen is None:
+        return []
+    ref = get_str(frozen, "predictions_sha256", "frozen")
+    match = {ws: data.array_sha256(a) == ref for ws, (_, a) in loaded.items()}
+    return [check_equal("compare.predictions_bit_equal_to_frozen_reference", rel,
+                        get(cmp, "predictions_bit_equal_to_frozen_reference", bool, rel),
+                        all(match.values()), what="all configs' predictions equal the frozen draw"),
+            compare_fields("compare.frozen_reference", rel, get(cmp, "frozen_reference", dict, rel),
+                           {"predictions_sha256": ref, "predictions_match": match,
+                            "state_fields_differing": {ws: differing(get_dict(r, "metadata", ws), frozen)
+                                                       for ws, (r, _) in loaded.items()}},
+                           what="comparison with the frozen original draw")]
 
 
 def _peak_verdict(f: ArchiveFiles, rec_rel: str, peak: int, subject: str) -> CheckResult:
@@ -134,14 +178,48 @@ def _peak_verdict(f: ArchiveFiles, rec_rel: str, peak: int, subject: str) -> Che
                       recorded=peak, recomputed=peak)
 
 
+def original_comparison_checks(v: dict, nv: dict, rel: str) -> list[CheckResult]:
+    """``original_comparison`` of ``validation.json.gz``: present, and recomputed from the frozen reference.
+
+    The smoke's inputs are fixed, so the original's ``cache-audit/cuda-validation.json`` always
+    applies: anything but an object means validate did not compare with it (FAIL, every device).
+
+    Args:
+        v: the validation record.
+        nv: its ``numerical_validation``.
+        rel: the record's archive path.
+
+    Raises:
+        HostReferenceError: the frozen reference is missing or altered on this host.
+    """
+    oc = v.get("original_comparison")
+    present = check_true("validate.original_comparison.present", rel, isinstance(oc, dict),
+                         f"original_comparison is {json.dumps(oc)[:80]}, not the comparison with the frozen "
+                         "reference's cache-audit/cuda-validation.json: rerun validate where the reference is found "
+                         "(REV88_ORIGINAL_DIR)", recorded=oc)
+    if not isinstance(oc, dict):
+        return [present]
+    orig = frozen_reference().json(FROZEN_VALIDATION)
+    omd = get_dict(orig, "api_cli_smoke.metadata", "frozen cuda-validation.json")
+    md = get_dict(v, "api_cli_smoke.metadata", rel)
+    return [present, check_equal(
+        "validate.original_comparison", rel, oc,
+        {"path": f"{FROZEN_REFERENCE.repo_path}/{FROZEN_VALIDATION}",
+         "equal": {k: md.get(k) == omd.get(k) for k in STATE_HASH_KEYS},
+         "original_check_count": get_int(orig, "numerical_validation.checks", "frozen"),
+         "check_count": get_int(nv, "checks", rel),
+         "original_maximum_abs_error": get_float(orig, "numerical_validation.maximum_abs_error", "frozen")},
+        what="comparison with the original's validation recomputed from the frozen archive")]
+
+
 def check_validation(f: ArchiveFiles) -> list[CheckResult]:
     """``validate/validation.json.gz`` against its smoke records (spec 7.5)."""
     rel = "validate/validation.json.gz"
     v = json_record(f, rel)
     if v is None:
         return []
-    out: list[CheckResult] = []
     nv = get_dict(v, "numerical_validation", rel)
+    out: list[CheckResult] = original_comparison_checks(v, nv, rel)
     checks = get_int(nv, "checks", rel)
     err = get_float(nv, "maximum_abs_error", rel)
     tol = get_dict(nv, "tolerance", rel)

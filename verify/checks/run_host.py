@@ -4,8 +4,8 @@
   engine ``docker``, the pinned software stack, and the marker's ``torch``/``numpy`` equal to
   the record's software (``bundle.hostinfo.pinned_image_holds``, the writer's own rule);
 * a recorded marker's ``lock_sha256`` equals the sha256 of ``docker/requirements-gpu.lock``
-  when that file can be found (``$REV88_GPU_LOCK_FILE``, else next to the installed ``verify``
-  package); otherwise that sub-check is UNAVAILABLE, never PASS;
+  when that file can be found (``protocol.hostrefs.GPU_LOCK_FILE``: ``$REV88_GPU_LOCK_FILE``, else
+  the checkout's copy, else the image's); otherwise that sub-check is UNAVAILABLE, never PASS;
 * ``image_id``, where recorded and not null, reads ``sha256:<64 hex>``;
 * a ``cpu`` block (hardware records, in-process qualification records, executions) holds a
   non-empty ``model`` and positive integer thread counts (``bundle.hostinfo.cpu_record_problems``).
@@ -16,17 +16,16 @@ Older records have none of these keys and ``pinned_image: false``: nothing here 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import verify
 from bundle import hostinfo
+from protocol.hostrefs import GPU_LOCK_FILE
 from verify import safeio
 from verify.result import CheckResult, check_equal, check_true, failed, unavailable
 
-LOCK_FILE_ENV = "REV88_GPU_LOCK_FILE"
+LOCK_FILE_ENV = GPU_LOCK_FILE.env
 MARKER_CHECK = "consistency.image_marker"
 LOCK_CHECK = "consistency.image_marker.lock_sha256"
 IMAGE_ID_CHECK = "consistency.image_id"
@@ -34,23 +33,22 @@ CPU_CHECK = "consistency.cpu"
 
 
 def gpu_lock_file() -> tuple[Path | None, str]:
-    """The GPU image's lock file this verifier compares markers with.
+    """The GPU image's lock file this verifier compares markers with (``protocol.hostrefs.GPU_LOCK_FILE``).
 
     Returns:
-        ``(path, where)`` with *where* naming how it was found, or ``(None, reason)`` when
-        ``$REV88_GPU_LOCK_FILE`` names no file or, unset, the repository copy
-        (``<repo>/docker/requirements-gpu.lock`` next to the ``verify`` package) is absent.
+        ``(path, where)`` with *where* naming how it was found (``$REV88_GPU_LOCK_FILE=…`` or the
+        path), or ``(None, reason)`` when ``$REV88_GPU_LOCK_FILE`` names no file or, unset, neither
+        the checkout's ``docker/requirements-gpu.lock`` nor the image's copy exists.
     """
-    named = os.environ.get(LOCK_FILE_ENV)
-    if named:
-        path = Path(named)
-        if path.is_file():
-            return path, f"{LOCK_FILE_ENV}={named}"
+    named = GPU_LOCK_FILE.named()
+    found = GPU_LOCK_FILE.find()
+    if named is not None:
+        if found is not None:
+            return found[0], f"{LOCK_FILE_ENV}={named}"
         return None, f"{LOCK_FILE_ENV}={named} is not a file"
-    path = Path(verify.__file__).resolve().parents[1] / hostinfo.IMAGE_LOCK_FILE
-    if path.is_file():
-        return path, str(path)
-    return None, (f"{hostinfo.IMAGE_LOCK_FILE} is not next to this verifier ({path} absent) and "
+    if found is not None:
+        return found[0], str(found[0])
+    return None, (f"{hostinfo.IMAGE_LOCK_FILE} is not on this host (looked at {GPU_LOCK_FILE.looked_at()}) and "
                   f"{LOCK_FILE_ENV} is unset")
 
 
