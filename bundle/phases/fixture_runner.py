@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import importlib.resources
 import io
 import os
 import zipfile
@@ -145,8 +146,9 @@ def engine_env(engine: Engine) -> dict[str, str]:
     return env
 
 
-#: the CUDA kernel tool's source (bundle.fused_cuda.KERNEL_SOURCE, named here without importing torch)
-CUDA_KERNEL_SOURCE = Path(__file__).resolve().parents[1] / "fused_cuda.cu"
+#: the CUDA kernel tool's source (bundle.fused_cuda.KERNEL_SOURCE, package data of ``bundle``, named here
+#: without importing torch)
+CUDA_KERNEL_SOURCE = Path(str(importlib.resources.files("bundle").joinpath("fused_cuda.cu")))
 #: where a run folder keeps the kernel source its CUDA-tool jobs compiled (verify.checks.run_energy.KERNEL_SOURCE_REL)
 KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
 
