@@ -78,8 +78,8 @@ class _ReportReadsOncePerContent:
 
     done: dict[tuple, dict] = {}
 
-    def __init__(self, max_workers: int, mp_context) -> None:
-        self._args = {"max_workers": max_workers, "mp_context": mp_context}
+    def __init__(self, max_workers: int, mp_context, **options) -> None:
+        self._args = {"max_workers": max_workers, "mp_context": mp_context, **options}  # options: initializer
         self._pool: ProcessPoolExecutor | None = None
 
     def submit(self, fn, root: str, rel: str, content_sha256: str, content_size_bytes: int) -> Future:
