@@ -200,23 +200,27 @@ def forge_record(root: Path, rel: str, change) -> None:
     archive.RunArchive(root).write_manifest()
 
 
-def interrupted_when(ready, run, timeout_s: float = 300.0) -> float:
+def interrupted_when(ready, run, timeout_s: float = 600.0) -> float:
     """Call *run* () and deliver Ctrl-C (KeyboardInterrupt, through SIGALRM to the main thread)
     once *ready* () is true (polled from a thread, at most *timeout_s* s); *run* must raise it.
 
     Returns the seconds from the interrupt to *run*'s raise (what an interrupted phase spent
-    stopping its jobs). Fails the test when *run* returns or raises something else.
+    stopping its jobs; for a report, never for a pass/fail bound). Fails the test when *run*
+    returns or raises something else, or when *ready* never became true (*timeout_s* only stops
+    a hang: the interrupt is then sent anyway, and the test fails on behaviour, not speed).
     """
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
     import time  # noqa: PLC0415
 
     sent: list[float] = []
+    became_ready: list[bool] = []
 
     def watch() -> None:
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not ready():
+        while not (held := bool(ready())) and time.monotonic() < deadline:
             time.sleep(0.1)
+        became_ready.append(held)
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGALRM)
 
@@ -228,6 +232,7 @@ def interrupted_when(ready, run, timeout_s: float = 300.0) -> float:
     try:
         with pytest.raises(KeyboardInterrupt):
             run()
+        assert became_ready == [True], f"the condition to interrupt on never held within {timeout_s} s"
         return time.monotonic() - sent[0]
     finally:
         signal.signal(signal.SIGALRM, previous)
