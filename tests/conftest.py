@@ -47,9 +47,16 @@ def _slurm_available() -> bool:
         return False
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: the ``quick`` marker must be there
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests without CUDA, ``docker`` tests without a running dockerd and ``slurm``
-    tests without a Slurm controller (unless REV88_REQUIRE_DOCKER / REV88_REQUIRE_SLURM is 1)."""
+    """Mark the quick subset ``quick`` (:data:`tests.quick.QUICK`); skip ``gpu`` tests without CUDA,
+    ``docker`` tests without a running dockerd and ``slurm`` tests without a Slurm controller
+    (unless REV88_REQUIRE_DOCKER / REV88_REQUIRE_SLURM is 1)."""
+    from tests.quick import is_quick  # noqa: PLC0415
+
+    for item in items:
+        if is_quick(item.nodeid) and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.quick)
     need_gpu = any("gpu" in item.keywords for item in items)
     need_docker = any("docker" in item.keywords for item in items)
     need_slurm = any("slurm" in item.keywords for item in items)
@@ -65,6 +72,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a running dockerd (.ci/run starts one)"))
         if "slurm" in item.keywords and not has_slurm and not require_slurm:
             item.add_marker(pytest.mark.skip(reason="needs a Slurm controller (.ci/run starts one)"))
+
+
+def _quick_run(config: pytest.Config) -> bool:
+    return (config.getoption("markexpr", "") or "").strip() == "quick"
+
+
+_IMPORTED = pytest.StashKey[set]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist controller: gather the project modules each worker imported (quick runs)."""
+    if _quick_run(node.config):
+        node.config.stash.setdefault(_IMPORTED, set()).update(node.workeroutput.get("rev88_modules", ()))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After ``-m quick``: fail when a module of ``bundle/`` or ``verify/`` was imported by no quick test
+    (:func:`tests.quick.missing_modules`; an xdist worker hands its modules to the controller)."""
+    if not _quick_run(session.config):
+        return
+    from tests.quick import collects_only_quick_files, imported_project_modules, missing_modules  # noqa: PLC0415
+
+    if hasattr(session.config, "workeroutput"):  # an xdist worker
+        session.config.workeroutput["rev88_modules"] = imported_project_modules()
+        return
+    imported = session.config.stash.get(_IMPORTED, set()) | set(imported_project_modules())
+    missing = missing_modules(imported)
+    if not collects_only_quick_files(session.config.args, session.config.invocation_params.dir):
+        line = ("quick subset: modules not checked (other test files were collected too; `make test-quick` "
+                "collects only the quick files)")
+    elif missing:
+        line = f"quick subset: no quick test imported {', '.join(missing)}: add a test of it to tests/quick.py"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    else:
+        line = "quick subset: every module of bundle/ and verify/ was imported by a quick test"
+    session.config.stash[_QUICK_LINE] = line
+
+
+_QUICK_LINE = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Print the quick subset's module check (:func:`pytest_sessionfinish`) in the summary."""
+    if _QUICK_LINE in config.stash:
+        terminalreporter.write_line(config.stash[_QUICK_LINE])
 
 
 class _ReportReadsOncePerContent:

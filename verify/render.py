@@ -116,15 +116,15 @@ def shared_lines(shared: Mapping[str, list[tuple[VerifyReport, list[CheckResult]
 
 
 def total_line(reports: Sequence[VerifyReport], seconds: float | None = None) -> str:
-    """``total (N archives): verified|FAILED (N PASS, N FAIL, N UNAVAILABLE)[ in S s]`` over *reports*.
+    """``total (N archives): verified|FAILED (N PASS, N FAIL, N UNAVAILABLE)[ in S s]`` over *reports*
+    (FAILED when any archive FAILs); never wrapped, like :func:`summary_line`.
 
     Args:
         reports: every archive's verdicts.
         seconds: wall time of the whole verification (s), if measured.
     """
     counts = ", ".join(f"{sum(r.count(s) for r in reports)} {s.value}" for s in Status)
-    failed = sum(not r.ok for r in reports)
-    verdict = "verified" if not failed else f"FAILED ({failed} of {len(reports)} archives)"
+    verdict = "verified" if all(r.ok for r in reports) else "FAILED"
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     return f"total ({len(reports)} archive{'s' if len(reports) != 1 else ''}): {verdict} ({counts}){took}"
 
