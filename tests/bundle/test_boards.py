@@ -49,11 +49,20 @@ def test_placement_env() -> None:
 
 def test_qualification_places_draw_i_on_board_i_mod_b(tmp_path: Path) -> None:
     """Four draws, two fake boards, two at once: each fixture process records the board it was given."""
+    import threading
+
     from bundle.phases.fixture_runner import FreshProcessRunner
     from bundle.phases.qualify import run_qualification
 
     fake = [boards.Board(None, "GPU-fake-a"), boards.Board(None, "GPU-fake-b")]
-    runner = FreshProcessRunner(SubprocessEngine(), tmp_path / "work", device="cpu", boards=fake)
+    fresh = FreshProcessRunner(SubprocessEngine(), tmp_path / "work", device="cpu", boards=fake)
+    together = threading.Barrier(2, timeout=SAFETY_S)
+
+    def runner(draw_index, inputs):  # draws 0 and 1 start together, so their runs overlap whatever the load
+        if draw_index in (0, 1):
+            together.wait()
+        return fresh(draw_index, inputs)
+
     result = run_qualification(tmp_path / "run", device="cpu", draws=[0, 1, 2, 3], runner=runner, jobs=2)
     for draw, record in result["records"].items():
         placement = record["fixture"]["placement"]
@@ -64,8 +73,9 @@ def test_qualification_places_draw_i_on_board_i_mod_b(tmp_path: Path) -> None:
         assert record["concurrency"]["ran_alone"] is (not record["concurrency"]["overlapping_draws"])
     stored = json.loads(gzip.decompress((tmp_path / "run/qualify/draw-03.json.gz").read_bytes()))
     assert stored["fixture"]["placement"]["given_board_uuid"] == "GPU-fake-b"
-    # with two at once, some pair of draws overlapped in time
-    assert any(r["concurrency"]["overlapping_draws"] for r in result["records"].values())
+    # with two at once, the draws that started together overlapped in time (and were recorded so)
+    assert 1 in result["records"][0]["concurrency"]["overlapping_draws"]
+    assert 0 in result["records"][1]["concurrency"]["overlapping_draws"]
 
 
 def test_overlaps_from_spans() -> None:
