@@ -11,6 +11,7 @@ import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import pytest
 
@@ -251,6 +252,44 @@ def forge_record(root: Path, rel: str, change) -> None:
     archive.write_json_gz(root / rel, rec)
     (root / "manifest.json").unlink()
     archive.RunArchive(root).write_manifest()
+
+
+class ProcessInfo(NamedTuple):
+    """One process of :func:`processes` (from ``/proc/<pid>/status`` and ``cmdline``)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    state: str
+    cmdline: str
+    sigkill_pending: bool
+
+    @property
+    def stopped(self) -> bool:
+        """Dead (a zombie) or killed: a SIGKILL is pending (on a loaded machine a killed process may not
+        have died yet; it is stopped all the same). Needs no waiting, so no timing."""
+        return self.state in ("Z", "X") or self.sigkill_pending
+
+
+def processes(naming: str = "") -> list[ProcessInfo]:
+    """The processes (Linux ``/proc``) whose command line contains *naming*, this test process aside."""
+    import signal  # noqa: PLC0415
+
+    sigkill = 1 << (signal.SIGKILL - 1)
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+        except OSError:  # ended meanwhile
+            continue
+        if naming in cmdline:
+            pending = any(int(status.get(key, "0").strip(), 16) & sigkill for key in ("SigPnd", "ShdPnd"))
+            out.append(ProcessInfo(int(entry.name), int(stat[1]), int(stat[2]), stat[0], cmdline, pending))
+    return out
 
 
 def interrupted_when(ready, run, timeout_s: float = 600.0) -> float:

@@ -59,18 +59,10 @@ SLEEPER = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sl
 
 
 def _alive(token: str) -> list[int]:
-    """Processes (not zombies) whose command line holds *token*: a job's process left running."""
-    from pathlib import Path  # noqa: PLC0415
+    """Processes whose command line holds *token* and that are not stopped: a job's process left running."""
+    from tests.conftest import processes  # noqa: PLC0415
 
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if token in (entry / "cmdline").read_bytes().decode(errors="replace") and \
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                found.append(int(entry.name))
-        except (OSError, ValueError):
-            continue
-    return found
+    return [p.pid for p in processes(token) if not p.stopped]
 
 
 def test_timeout_kills_the_job(tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,50 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
-
-
-def _processes_naming(text: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmdline and int(entry.name) != os.getpid():
-                pids.append(int(entry.name))
-    return pids
+from tests.conftest import REPO_ROOT, processes
 
 
 def _jobs_of(parent: int, run_dir: Path) -> list[int]:
     """Processes other than *parent* whose command line names *run_dir* (the phase's fixture jobs)."""
-    return [pid for pid in _processes_naming(str(run_dir)) if pid != parent]
+    return [p.pid for p in processes(str(run_dir)) if p.pid != parent]
 
 
-SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+def _not_stopped(run_dir: Path) -> list[int]:
+    """Processes naming *run_dir* still running on their own (neither gone, dead nor killed)."""
+    return [p.pid for p in processes(str(run_dir)) if not p.stopped]
+
+
 SAFETY_S = 600
 """Only against a hang (no job ever starting, a stop that never ends): reaching it is a failure of
 behaviour, never of speed."""
-
-
-def _not_stopped(pids: list[int]) -> list[int]:
-    """Of *pids*, the processes still running on their own: not gone, not dead (zombie) and without a
-    pending SIGKILL (a killed process on a loaded machine may not have died yet: it is stopped all
-    the same). Needs no waiting, so no timing."""
-    left = []
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue  # gone
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
-            continue
-        if any(int(fields.get(key, "0").strip(), 16) & SIGKILL_BIT for key in ("SigPnd", "ShdPnd")):
-            continue
-        left.append(pid)
-    return left
 
 
 @pytest.mark.slow
@@ -85,7 +56,7 @@ def test_sigterm_kills_the_jobs_and_records_the_invocation(tmp_path: Path) -> No
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1].startswith("rev88: error: reproduce stopped by SIGTERM: its running jobs were killed"), err
     assert "Traceback" not in err
-    assert _not_stopped(_processes_naming(str(run_dir))) == []  # no fixture job outlives the stop
+    assert _not_stopped(run_dir) == []  # no fixture job outlives the stop
     env = json.loads(gzip.decompress((run_dir / "environment.json.gz").read_bytes()))
     (invocation,) = env["reproduce_invocations"]
     assert invocation["status"] == "interrupted"
@@ -115,5 +86,5 @@ def test_sigterm_stops_a_phase_command_and_its_jobs(tmp_path: Path) -> None:
     assert proc.returncode == 143, (out, err)
     assert err.strip().splitlines()[-1].startswith("rev88: error: stopped by SIGTERM: running jobs were stopped")
     assert "Traceback" not in err
-    assert _not_stopped(_jobs_of(proc.pid, run_dir)) == []
+    assert _not_stopped(run_dir) == []
     assert not (run_dir / "compare").exists()

@@ -16,30 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import processes
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = REPO_ROOT / "evidence" / "h200-fused-cuda-20261205"  # holds stored .ncu-rep reports
 SAFETY_S = 600.0
 """Only against a hang: reaching it means the verifier never started its workers or never ended."""
 
 
-def _processes() -> list[tuple[int, int, int, str]]:
-    """(pid, parent pid, process group, command line) of every process this user can read."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # ended meanwhile
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        out.append((int(entry), int(fields[1]), int(fields[2]), cmdline))
-    return out
-
-
 def _workers(pgid: int) -> list[int]:
-    return [pid for pid, _, group, cmdline in _processes() if group == pgid and "spawn_main" in cmdline]
+    """The verifier's report-reader workers (process group *pgid*) that are not stopped."""
+    return [p.pid for p in processes("spawn_main") if p.pgid == pgid and not p.stopped]
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process table from /proc (Linux)")
