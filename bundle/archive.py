@@ -55,6 +55,38 @@ Together with one member and nothing after its 8-byte trailer this is the canoni
 form the verifier requires (``verify.safeio``)."""
 
 
+def make_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """Create the folder *path* and its missing parents.
+
+    Returns:
+        The folders this call created, deepest first (empty when *path* existed), for
+        :func:`remove_empty_folders` when the work that needed them is refused or fails.
+
+    Raises:
+        OSError: a folder cannot be created.
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    folder = path
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    path.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_empty_folders(created: list[Path]) -> None:
+    """Remove the folders of :func:`make_folders` again, deepest first, while they are empty, so a
+    refused or failed command leaves no empty folder behind (``out/`` of ``out/run-local``
+    included); a folder that holds anything (a staged record kept for a resume) and every folder
+    above it stay."""
+    for created_folder in created:
+        try:
+            created_folder.rmdir()  # only when empty
+        except OSError:
+            return
+
+
 def utc_now() -> str:
     """Current UTC time as ISO 8601 with offset (as the original's ``*_at_utc`` fields)."""
     return datetime.now(UTC).isoformat()
@@ -318,12 +350,16 @@ class RunArchive:
             )
         staging = self.run_dir / STAGING_DIR / name
         try:
-            staging.mkdir(parents=True, exist_ok=True)
+            created = make_folders(staging)
         except OSError as exc:
             raise BundleError(f"cannot create the run folder {self.run_dir} ({exc.strerror}): "
                               "give --out a writable folder") from None
         staged = _json_records(staging)  # what an earlier, unfinished attempt left (a resume keeps it)
-        yield PhaseStage(name, staging)
+        try:
+            yield PhaseStage(name, staging)
+        except BaseException:  # refused or failed before anything was staged: no empty folder stays
+            remove_empty_folders(created)
+            raise
         # Reached only when the block raised nothing: complete by rename. Temporary files of
         # atomic_write_bytes left by a writer killed mid-write (an earlier, interrupted invocation
         # that staged this phase) are not part of it.

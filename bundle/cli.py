@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import signal
 import sys
+from typing import Any
 
 import typer
 
@@ -38,20 +39,64 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+def _click_class(name: str) -> type[Exception]:
+    """click's exception class *name* (``UsageError``, ``ClickException``, ``Abort``), from typer's
+    own ``BadParameter`` lineage: typer >= 0.2x vendors click as ``typer._click``, older typer uses click."""
+    import typer as _typer  # noqa: PLC0415
+
+    for cls in _typer.BadParameter.__mro__:
+        if cls.__name__ == name:
+            return cls
+    return next(c for c in (_typer.Abort,) if c.__name__ == name)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _command_path(ctx: Any) -> str:
+    """``rev88 <command>`` for a usage error: its context's path, else (click gives some parse errors,
+    e.g. a missing option value, no context) the command named first on the command line."""
+    if ctx is not None:
+        return str(ctx.command_path)
+    first = sys.argv[1] if len(sys.argv) > 1 else ""
+    return f"rev88 {first}" if first in {c.name for c in app.registered_commands} else "rev88"
+
+
 def main() -> None:
     """Console-script entry point for ``rev88``.
+
+    Command-line mistakes (an unknown option or command, a missing or malformed value) are one
+    stderr line and exit 2: ``rev88 <command>: error: <what is wrong> (try 'rev88 <command> --help')``,
+    instead of click's usage block in a box; ``rev88`` alone and ``--help`` still print the help.
+    Ctrl-C outside a command (while parsing) is one line and exit 130.
 
     When the reader of the output pipe goes away (``rev88 verify … | head -1``), click exits with status 1,
     which ``rev88 verify`` uses for "something FAILs"; the status is then 141 (128 + SIGPIPE) instead, as a
     process killed by SIGPIPE reports in a shell.
     """
+    usage_error, click_error = _click_class("UsageError"), _click_class("ClickException")
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="rev88")
     except SystemExit as exc:
         # click (vendored as typer._click in typer >= 0.2x) swaps stdout for its PacifyFlushWrapper on EPIPE
         if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
             raise SystemExit(128 + signal.SIGPIPE) from None
         raise
+    except usage_error as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `rev88` alone: the help was printed
+            raise SystemExit(exc.exit_code) from None
+        where = _command_path(getattr(exc, "ctx", None))
+        print(f"{where}: error: {_one_line(exc.format_message()).rstrip('.')} (try '{where} --help')",
+              file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except click_error as exc:
+        print(f"rev88: error: {_one_line(exc.format_message())}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except (KeyboardInterrupt, _click_class("Abort")):
+        print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -359,24 +359,23 @@ def engine_where(engine: Any) -> str:
 
 @contextlib.contextmanager
 def run_folder(run_dir: Path) -> Iterator[Path]:
-    """Yield *run_dir* (created when missing) and remove it again when the block fails and it
-    was created here and is still empty, so a refused command leaves no folder behind."""
+    """Yield *run_dir* (created when missing, with its missing parents) and remove again every
+    folder created here that is still empty when the block fails, so a refused command leaves no
+    folder behind (:func:`bundle.archive.remove_empty_folders`)."""
+    from bundle.archive import make_folders, remove_empty_folders  # noqa: PLC0415  (imports numpy)
+
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise BundleError(f"--out {run_dir} is not a folder: give a new or existing run folder")
-    created = not run_dir.exists()
-    if created:
-        try:
-            run_dir.mkdir(parents=True)
-        except OSError as exc:
-            raise BundleError(f"cannot create the run folder {run_dir} ({exc.strerror}): "
-                              "give --out a writable folder") from None
+    try:
+        created = make_folders(run_dir)
+    except OSError as exc:
+        raise BundleError(f"cannot create the run folder {run_dir} ({exc.strerror}): "
+                          "give --out a writable folder") from None
     try:
         yield run_dir
     except BaseException:
-        if created:
-            with contextlib.suppress(OSError):
-                run_dir.rmdir()  # only when empty
+        remove_empty_folders(created)
         raise
 
 

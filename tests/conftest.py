@@ -11,6 +11,7 @@ import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import pytest
 
@@ -47,9 +48,16 @@ def _slurm_available() -> bool:
         return False
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: the ``quick`` marker must be there
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests without CUDA, ``docker`` tests without a running dockerd and ``slurm``
-    tests without a Slurm controller (unless REV88_REQUIRE_DOCKER / REV88_REQUIRE_SLURM is 1)."""
+    """Mark the quick subset ``quick`` (:data:`tests.quick.QUICK`); skip ``gpu`` tests without CUDA,
+    ``docker`` tests without a running dockerd and ``slurm`` tests without a Slurm controller
+    (unless REV88_REQUIRE_DOCKER / REV88_REQUIRE_SLURM is 1)."""
+    from tests.quick import is_quick  # noqa: PLC0415
+
+    for item in items:
+        if is_quick(item.nodeid) and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.quick)
     need_gpu = any("gpu" in item.keywords for item in items)
     need_docker = any("docker" in item.keywords for item in items)
     need_slurm = any("slurm" in item.keywords for item in items)
@@ -67,6 +75,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a Slurm controller (.ci/run starts one)"))
 
 
+def _quick_run(config: pytest.Config) -> bool:
+    return (config.getoption("markexpr", "") or "").strip() == "quick"
+
+
+_IMPORTED = pytest.StashKey[set]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist controller: gather the project modules each worker imported (quick runs)."""
+    if _quick_run(node.config):
+        node.config.stash.setdefault(_IMPORTED, set()).update(node.workeroutput.get("rev88_modules", ()))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After ``-m quick``: fail when a module of ``bundle/`` or ``verify/`` was imported by no quick test
+    (:func:`tests.quick.missing_modules`; an xdist worker hands its modules to the controller)."""
+    if not _quick_run(session.config):
+        return
+    from tests.quick import collects_only_quick_files, imported_project_modules, missing_modules  # noqa: PLC0415
+
+    if hasattr(session.config, "workeroutput"):  # an xdist worker
+        session.config.workeroutput["rev88_modules"] = imported_project_modules()
+        return
+    imported = session.config.stash.get(_IMPORTED, set()) | set(imported_project_modules())
+    missing = missing_modules(imported)
+    if not collects_only_quick_files(session.config.args, session.config.invocation_params.dir):
+        line = ("quick subset: modules not checked (other test files were collected too; `make test-quick` "
+                "collects only the quick files)")
+    elif missing:
+        line = f"quick subset: no quick test imported {', '.join(missing)}: add a test of it to tests/quick.py"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    else:
+        line = "quick subset: every module of bundle/ and verify/ was imported by a quick test"
+    session.config.stash[_QUICK_LINE] = line
+
+
+_QUICK_LINE = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Print the quick subset's module check (:func:`pytest_sessionfinish`) in the summary."""
+    if _QUICK_LINE in config.stash:
+        terminalreporter.write_line(config.stash[_QUICK_LINE])
+
+
 class _ReportReadsOncePerContent:
     """Stands in for :mod:`verify.ncu_reports`' process pool in the tests. A read of the same stored file (its
     ``lstat``: device, inode, size, modification time; a hard-linked copy of an archive keeps them) with the same
@@ -78,8 +132,8 @@ class _ReportReadsOncePerContent:
 
     done: dict[tuple, dict] = {}
 
-    def __init__(self, max_workers: int, mp_context) -> None:
-        self._args = {"max_workers": max_workers, "mp_context": mp_context}
+    def __init__(self, max_workers: int, mp_context, **options) -> None:
+        self._args = {"max_workers": max_workers, "mp_context": mp_context, **options}  # options: initializer
         self._pool: ProcessPoolExecutor | None = None
 
     def submit(self, fn, root: str, rel: str, content_sha256: str, content_size_bytes: int) -> Future:
@@ -215,23 +269,65 @@ def forge_record(root: Path, rel: str, change) -> None:
     archive.RunArchive(root).write_manifest()
 
 
-def interrupted_when(ready, run, timeout_s: float = 300.0) -> float:
+class ProcessInfo(NamedTuple):
+    """One process of :func:`processes` (from ``/proc/<pid>/status`` and ``cmdline``)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    state: str
+    cmdline: str
+    sigkill_pending: bool
+
+    @property
+    def stopped(self) -> bool:
+        """Dead (a zombie) or killed: a SIGKILL is pending (on a loaded machine a killed process may not
+        have died yet; it is stopped all the same). Needs no waiting, so no timing."""
+        return self.state in ("Z", "X") or self.sigkill_pending
+
+
+def processes(naming: str = "") -> list[ProcessInfo]:
+    """The processes (Linux ``/proc``) whose command line contains *naming*, this test process aside."""
+    import signal  # noqa: PLC0415
+
+    sigkill = 1 << (signal.SIGKILL - 1)
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+        except OSError:  # ended meanwhile
+            continue
+        if naming in cmdline:
+            pending = any(int(status.get(key, "0").strip(), 16) & sigkill for key in ("SigPnd", "ShdPnd"))
+            out.append(ProcessInfo(int(entry.name), int(stat[1]), int(stat[2]), stat[0], cmdline, pending))
+    return out
+
+
+def interrupted_when(ready, run, timeout_s: float = 600.0) -> float:
     """Call *run* () and deliver Ctrl-C (KeyboardInterrupt, through SIGALRM to the main thread)
     once *ready* () is true (polled from a thread, at most *timeout_s* s); *run* must raise it.
 
     Returns the seconds from the interrupt to *run*'s raise (what an interrupted phase spent
-    stopping its jobs). Fails the test when *run* returns or raises something else.
+    stopping its jobs; for a report, never for a pass/fail bound). Fails the test when *run*
+    returns or raises something else, or when *ready* never became true (*timeout_s* only stops
+    a hang: the interrupt is then sent anyway, and the test fails on behaviour, not speed).
     """
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
     import time  # noqa: PLC0415
 
     sent: list[float] = []
+    became_ready: list[bool] = []
 
     def watch() -> None:
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not ready():
+        while not (held := bool(ready())) and time.monotonic() < deadline:
             time.sleep(0.1)
+        became_ready.append(held)
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGALRM)
 
@@ -243,6 +339,7 @@ def interrupted_when(ready, run, timeout_s: float = 300.0) -> float:
     try:
         with pytest.raises(KeyboardInterrupt):
             run()
+        assert became_ready == [True], f"the condition to interrupt on never held within {timeout_s} s"
         return time.monotonic() - sent[0]
     finally:
         signal.signal(signal.SIGALRM, previous)

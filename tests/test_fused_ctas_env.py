@@ -47,7 +47,7 @@ def test_the_fixture_refuses_a_bad_value_in_one_line(tmp_path) -> None:
            "CUBLAS_WORKSPACE_CONFIG": ":16:8"}
     proc = subprocess.run([sys.executable, "-m", "bundle.fixture", "--input", str(npz), "--config", str(config),
                            "--output", str(out), "--mode", "measure", "--device", "cpu", "--learner", "rev88-fused"],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and FUSED_CTAS_ENV in lines[0] and "Traceback" not in proc.stderr, proc.stderr
@@ -67,7 +67,7 @@ def test_a_phase_refuses_a_bad_value_before_its_first_job(tmp_path) -> None:
     env = {**os.environ, FUSED_CTAS_ENV: "08", "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
                            "--jobs", "1", "--out", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=600)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     assert "Traceback" not in proc.stderr and FUSED_CTAS_ENV in lines[-1], proc.stderr[-2000:]

@@ -161,7 +161,7 @@ def test_kernels_compile_without_spills(tmp_path, arch, ctas, split, warps, push
                            f"-DNW={warps}", f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}",
                            f"-DCLUSTER={int(cluster)}", f"-DPUSH={push}",
                            f"-DQB={fused_cuda.PREDICT_ROWS}", "-Xptxas", "-v", str(fused_cuda.KERNEL_SOURCE)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", proc.stderr)
     assert len(spills) == 2 and all(a == b == "0" for a, b in spills), proc.stderr
@@ -201,7 +201,7 @@ def test_the_current_source_compiles_to_the_archived_sources_code(tmp_path, arch
         run = subprocess.run(["nvcc", "-std=c++14", f"-arch={arch}", "-cubin", "-o", str(out), f"-DNW={fused_cuda.WARPS}",
                               f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={split}", f"-DCLUSTER={cluster}",
                               f"-DQB={fused_cuda.PREDICT_ROWS}", "-x", "cu", str(source)],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr[-2000:]
         cubins.append(out.read_bytes())
     assert cubins[0] == cubins[1]
@@ -318,7 +318,7 @@ def test_the_fixture_refuses_the_pushed_exchange_with_triton(tmp_path) -> None:
         env.pop(name, None)
     proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
                            "--jobs", "1", "--draws", "0", "--out", str(out)], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert FUSED_EXCHANGE_ENV in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
@@ -333,7 +333,7 @@ def test_the_fixture_refuses_the_cuda_tool_on_the_cpu(tmp_path) -> None:
     env.pop("REV88_FUSED_PRECISION", None)
     proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
                            "--jobs", "1", "--draws", "0", "--out", str(out)], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "cuda" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]

@@ -103,7 +103,7 @@ def _build(tmp: Path, ctas: int, split: bool, warps: int = fused_cuda.WARPS,
     proc = subprocess.run(["g++", "-std=c++17", "-O2", "-pthread", f"-I{HERE}", f"-I{tmp}", f"-DNW={warps}",
                            f"-DG={ctas}", f"-DROWS={rows}", f"-DSPLIT={int(split)}", f"-DCLUSTER={int(cluster)}",
                            f"-DQB={fused_cuda.PREDICT_ROWS}", f"-DPUSH={int(push)}",
-                           str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+                           str(HERE / "harness.cpp"), "-o", str(exe)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return exe, fused_cuda.train_shared_bytes(rows, cluster, push, ctas)
 

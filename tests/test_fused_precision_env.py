@@ -76,7 +76,7 @@ def test_a_phase_refuses_a_bad_value_before_its_first_job(tmp_path) -> None:
     env = {**os.environ, FUSED_PRECISION_ENV: "tf32", "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-m", "bundle.cli", "qualify", "--device", "cpu", "--learner", "rev88-fused",
                            "--jobs", "1", "--out", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=600)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     assert "Traceback" not in proc.stderr and FUSED_PRECISION_ENV in lines[-1], proc.stderr[-2000:]

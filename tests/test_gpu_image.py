@@ -51,7 +51,7 @@ def run_offline(client, command: list[str], environment: dict[str, str] | None =
                                          network_mode="none", labels={"org.rev88.bundle.test": "gpu-image"})
     try:
         container.start()
-        status = container.wait(timeout=300)
+        status = container.wait(timeout=600)
         output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         container.remove(force=True)

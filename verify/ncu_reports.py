@@ -8,18 +8,26 @@ sha256 and size against the manifest, and reads the single range result with
 takes ~9 s of CPU inside ``ncu_report``, so the reads start right after integrity in up
 to two spawned worker processes and run while the other checks do; the profile family
 collects them (:meth:`ReportReads.result`). Nothing here imports torch.
+
+Ctrl-C reaches the whole process group of a terminal. The workers never see it (SIGINT is blocked
+while they start, so they inherit the block, and ignored once they run); the main process gets
+the ``KeyboardInterrupt`` and :func:`bundle.commands.one_line_errors` prints one line, after
+:meth:`ReportReads.close` (``now=True``) has stopped the workers instead of waiting for their reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import multiprocessing
 import os
+import signal
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +109,40 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
     return {"status": "read", **values, "seconds": time.perf_counter() - t0}
 
 
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C is the main process's to handle (no traceback from a worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread for the block: processes started inside inherit the block (through
+    ``exec``), so a Ctrl-C while a worker interpreter starts up cannot interrupt it; a Ctrl-C that
+    arrived meanwhile is delivered to this process when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: the initializer alone
+        yield
+        return
+    # The pool's semaphores start multiprocessing's resource tracker, which unblocks SIGINT after
+    # starting itself; started first, it guards itself (it blocks, then ignores SIGINT).
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _terminate_workers(executor: ProcessPoolExecutor) -> None:
+    """Kill the worker processes of *executor* (SIGTERM) without waiting for their running reads."""
+    stop = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):  # already gone
+            process.terminate()
+
+
 class ReportReads:
     """Report reads started in the background; :meth:`result` waits for one.
 
@@ -125,17 +167,20 @@ class ReportReads:
             self.unavailable_reason = reason
             return
         n = max(1, min(workers or MAX_WORKERS, os.cpu_count() or 1, len(self.reports)))
-        self._executor = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
         by_size = sorted(self.reports.items(), key=lambda kv: -int(f.entries[kv[1]]["content_size_bytes"] or 0))
-        for record, rel in by_size:
-            entry = f.entries[rel]
-            try:
-                self._futures[record] = self._executor.submit(read_stored_report, str(f.root), rel,
-                                                              entry["content_sha256"], entry["content_size_bytes"])
-            except Exception as exc:  # noqa: BLE001 - a pool whose workers died (BrokenProcessPool): a FAIL line each
-                failed: Future = Future()
-                failed.set_result({"status": "error", "reason": f"report read not started ({type(exc).__name__}: {exc})"})
-                self._futures[record] = failed
+        with _sigint_blocked():  # the pool starts its processes (workers, resource tracker) in here
+            self._executor = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_ignore_sigint)
+            for record, rel in by_size:
+                entry = f.entries[rel]
+                try:
+                    self._futures[record] = self._executor.submit(
+                        read_stored_report, str(f.root), rel, entry["content_sha256"], entry["content_size_bytes"])
+                except Exception as exc:  # noqa: BLE001 - a pool whose workers died (BrokenProcessPool): a FAIL line each
+                    failed: Future = Future()
+                    failed.set_result({"status": "error",
+                                       "reason": f"report read not started ({type(exc).__name__}: {exc})"})
+                    self._futures[record] = failed
 
     def result(self, record: str) -> Mapping[str, Any] | None:
         """The read of ``record``'s report (see :func:`read_stored_report`), or None if none was started."""
@@ -154,8 +199,15 @@ class ReportReads:
         self.read_s += float(out.get("seconds", 0.0))
         return out
 
-    def close(self) -> None:
-        """Stop the workers (pending reads are cancelled)."""
+    def close(self, *, now: bool = False) -> None:
+        """Stop the workers (pending reads are cancelled).
+
+        Args:
+            now: kill the workers instead of letting their running reads finish (an interrupt, or an
+                error that ends the verification).
+        """
         if self._executor is not None:
+            if now:
+                _terminate_workers(self._executor)
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -200,6 +200,10 @@ def verify_archive(path: Path, *, on_stage: Callable[[str], None] | None = None)
         run_checks(files, families, report, on_stage)
         if kind == "run":
             fold_cpu_diagnostics(files, report)
+    except BaseException:  # Ctrl-C (or a bug): stop the report reads now rather than wait for them
+        if files.background is not None:
+            files.background.close(now=True)
+        raise
     finally:
         if files.background is not None:
             files.background.close()

@@ -27,7 +27,8 @@ def one_line_errors(func: F) -> F:
     is left to click (see :func:`bundle.cli.main`). No traceback is printed; any other exception
     propagates unchanged (a bug, not bad input).
     SIGTERM while the command runs becomes :class:`bundle.jobs.Terminated` (handled like Ctrl-C:
-    the running jobs of every engine are stopped), then one line and exit 143.
+    the running jobs of every engine are stopped), then one line and exit 143; Ctrl-C
+    (:class:`KeyboardInterrupt`) that the command did not handle itself is one line and exit 130.
     """
 
     @functools.wraps(func)
@@ -52,6 +53,9 @@ def one_line_errors(func: F) -> F:
                   "Slurm jobs cancelled); a phase's staged records stay, so the same command resumes it",
                   file=sys.stderr)
             raise typer.Exit(code=143) from None
+        except KeyboardInterrupt:
+            print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
+            raise typer.Exit(code=130) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         # typer keeps the line breaks inside a help paragraph: each paragraph is one line.
         """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields.
 
-        Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE verdicts that share a reason (with its count); --verbose adds the PASS counts, --json gives every verdict. Exit status 1 when anything FAILs.
+        Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE verdicts that share a reason (with its count; a reason found in several archives is printed once, after them, with its count over all), and last one total line over all archives (with the seconds taken); --verbose adds the PASS counts, --json gives every verdict. Exit status 1 when anything FAILs.
         """
         if explain:
             if as_json:
@@ -43,8 +43,11 @@ def register(app: typer.Typer) -> None:
 
             typer.echo("\n".join(explain_lines()))
             return
+        import time
+
         from bundle.errors import BundleError
 
+        started = time.perf_counter()
         for path in archives or ():
             if path.is_file():
                 root = next((p for p in path.absolute().parents if (p / "manifest.json").is_file()), None)
@@ -78,10 +81,11 @@ def register(app: typer.Typer) -> None:
                     text.highlight_regex(rf"(?<![\w.]){word}(?![\w.])", style)
                 console.print(text, soft_wrap=True)
 
-            render_text(reports, styled, width=console.width, verbose=verbose, show_all=show_all, timings=timings)
+            render_text(reports, styled, width=console.width, verbose=verbose, show_all=show_all, timings=timings,
+                        seconds=time.perf_counter() - started)
         else:  # a pipe, make or CI: the same lines, plain, wrapped to the console width (80 unless COLUMNS)
             render_text(reports, typer.echo, width=console.width, verbose=verbose, show_all=show_all,
-                        timings=timings)
+                        timings=timings, seconds=time.perf_counter() - started)
         if not all(r.ok for r in reports):
             raise typer.Exit(code=1)
 

@@ -50,10 +50,12 @@ def parse_phases(text: str | Iterable[str] | None) -> list[str]:
         return list(PHASES)
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
     unknown = [n for n in names if n not in PHASES]
-    if unknown or not names or len(set(names)) != len(names):
-        raise BundleError(
-            f"invalid --phases {','.join(names) or '(empty)'!r}: name each of {','.join(PHASES)} at most once"
-        )
+    repeated = [n for i, n in enumerate(names) if n in names[:i]]
+    if unknown or not names or repeated:
+        what = (f"unknown phase{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown
+                else f"{repeated[0]!r} named twice" if repeated else "no phase named")
+        raise BundleError(f"invalid --phases {','.join(names) or '(empty)'!r}: {what}; the phases are "
+                          f"{','.join(PHASES)} (each at most once; they run in this order)")
     return [p for p in PHASES if p in names]
 
 

@@ -54,12 +54,24 @@ def test_output_is_bounded_to_the_last_bytes(tmp_path):
     assert result.stdout.endswith("line 004999\n")
 
 
+SLEEPER = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sleep(60); pathlib.Path(sys.argv[2]).touch()"
+"""A job that marks its start, sleeps 60 s and marks its end: a job killed mid-way never marks its end."""
+
+
+def _alive(token: str) -> list[int]:
+    """Processes whose command line holds *token* and that are not stopped: a job's process left running."""
+    from tests.conftest import processes  # noqa: PLC0415
+
+    return [p.pid for p in processes(token) if not p.stopped]
+
+
 def test_timeout_kills_the_job(tmp_path):
-    spec = JobSpec("t/slow", ("{python}", "-c", "import time; time.sleep(30)"), {}, tmp_path, timeout_s=0.5)
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    spec = JobSpec("t/slow", ("{python}", "-c", SLEEPER, str(started), str(finished)), {}, tmp_path, timeout_s=0.5)
     result = SubprocessEngine().run(spec)
     assert result.exit_code == 124
     assert "timed out" in result.stderr
-    assert result.duration_s < 20
+    assert not finished.exists() and not _alive(str(finished))  # killed, neither waited for nor left running
 
 
 def test_missing_program_is_one_line_error(tmp_path):
@@ -74,30 +86,21 @@ def test_python_override(tmp_path):
 
 
 def test_interrupt_kills_the_running_jobs_of_an_overlapped_phase(tmp_path) -> None:
-    """Ctrl-C while two jobs run on worker threads: their process groups are killed and the turn reads -1."""
-    import signal
-    import time
-
+    """Ctrl-C while two jobs run on worker threads (once both have started): their process groups are
+    killed (neither ends by itself nor outlives the interrupt), the third never starts, the turn reads -1."""
     from bundle.jobs import JobSpec, SubprocessEngine
     from bundle.phases.fixture_runner import run_overlapped
+    from tests.conftest import interrupted_when
 
     engine, turn = SubprocessEngine(), tmp_path / "gpu.lock.turn"
-    jobs = [lambda k=k: engine.run(JobSpec(f"sleep-{k}", ("{python}", "-c", "import time; time.sleep(60)"), {},
+    marks = [(tmp_path / f"started-{k}", tmp_path / f"finished-{k}") for k in range(3)]
+    jobs = [lambda k=k: engine.run(JobSpec(f"sleep-{k}", ("{python}", "-c", SLEEPER, *map(str, marks[k])), {},
                                            tmp_path)) for k in range(3)]
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 1.5)
-    started = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_overlapped(jobs, 2, turn)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 20  # not the jobs' 60 s
+    interrupted_when(lambda: marks[0][0].exists() and marks[1][0].exists(), lambda: run_overlapped(jobs, 2, turn),
+                     timeout_s=600)
+    assert marks[0][0].exists() and marks[1][0].exists() and not marks[2][0].exists()
+    assert not any(finished.exists() for _, finished in marks)
+    assert not _alive(str(tmp_path / "finished-"))
     assert turn.read_text().strip() == "-1"
 
 

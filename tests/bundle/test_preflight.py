@@ -29,8 +29,8 @@ needs_no_cuda = pytest.mark.skipif(CUDA_SEEN, reason="this host has a CUDA devic
 def _untouched(run_dir: Path, existed: bool) -> None:
     if existed:
         assert sorted(p.name for p in run_dir.iterdir()) == [], list(run_dir.rglob("*"))
-    else:
-        assert not run_dir.exists(), list(run_dir.rglob("*"))
+    else:  # nor the parent folder that was made for it (out/ of make's out/run-local)
+        assert not run_dir.parent.exists(), list(run_dir.parent.rglob("*"))
 
 
 @needs_no_cuda
@@ -40,9 +40,9 @@ def _untouched(run_dir: Path, existed: bool) -> None:
     ["reproduce", "--phases", "qualify"], ["validate", "--device", "cuda", "--engine", "native"],
 ])
 def test_no_cuda_is_one_line_and_writes_nothing(tmp_path, args, existed):
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "out" / "run-local"  # as make's RUN_DIR: out/ is made for it
     if existed:
-        run_dir.mkdir()
+        run_dir.mkdir(parents=True)
     res = runner.invoke(app, [*args, "--out", str(run_dir)])
     line = _one_line(res, "no CUDA device on this host", "nothing was written", "docs/gpu-hosts.md")
     assert ("--device cpu" in line) == (args[0] in ("validate", "compare", "qualify") or args[-1] == "qualify")
@@ -73,7 +73,7 @@ def test_no_ncu_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(counters.find_ncu, "__kwdefaults__", {
         **counters.find_ncu.__kwdefaults__, "install_glob": str(tmp_path / "none" / "*" / "ncu"),
         "cuda_path": str(tmp_path / "none" / "ncu")})
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "out" / "run-local"  # as make's RUN_DIR: out/ is made for it
     _one_line(runner.invoke(app, ["profile", "--out", str(run_dir)]), "Nsight Compute (ncu) not found on this host",
               "pass --ncu PATH", "nothing was written")
     _untouched(run_dir, existed=False)
@@ -86,7 +86,7 @@ def test_no_nvml_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
     if preflight.check_nvml()["ok"]:
         pytest.skip("NVML works on this host: the refusal cannot happen")
     _cuda_ok(monkeypatch)
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "out" / "run-local"  # as make's RUN_DIR: out/ is made for it
     _one_line(runner.invoke(app, ["energy", "--out", str(run_dir)]), "NVML is not usable on this host",
               "nvidia-ml-py", "nothing was written")
     _untouched(run_dir, existed=False)
@@ -116,7 +116,7 @@ def test_restricted_counters_are_refused_unless_root(tmp_path):
 ])
 def test_unreachable_docker_is_one_line_and_writes_nothing(tmp_path, monkeypatch, args):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "out" / "run-local"  # as make's RUN_DIR: out/ is made for it
     res = runner.invoke(app, [*args, "--out", str(run_dir)])
     line = _one_line(res)
     assert "cannot reach the Docker daemon" in line or "Docker SDK is not installed" in line, line
@@ -125,7 +125,7 @@ def test_unreachable_docker_is_one_line_and_writes_nothing(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("phases", ["energy", "profile", "qualify,energy"])
 def test_gpu_only_phases_on_the_cpu_are_refused_before_anything(tmp_path, phases):
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "out" / "run-local"  # as make's RUN_DIR: out/ is made for it
     line = _one_line(runner.invoke(app, ["reproduce", "--device", "cpu", "--phases", phases, "--out", str(run_dir)]),
                      "no --device cpu path", "--device cuda")
     assert "reproduce:" not in line
@@ -176,3 +176,31 @@ def test_cpu_qualification_of_one_draw_runs_and_prints_no_verdict(tmp_path):
     text = " ".join(res.output.split())
     assert "8,887 / 10,000 correct (88.87 %) on 1 of 11 draws (0)" in text and "no verdict" in text
     assert "meets the 12 %" not in text and (tmp_path / "run" / "qualify" / "accuracy.json.gz").is_file()
+
+
+@pytest.mark.parametrize("staged_before", [False, True])
+def test_a_bad_raw_dir_leaves_no_staging_folder(tmp_path, staged_before):
+    """A phase that fails before it staged anything (here: the raw MNIST files are not where --raw-dir
+    says) removes the folders it made for that; a staging folder of an earlier attempt stays."""
+    run_dir = tmp_path / "out" / "run-local"
+    if staged_before:
+        (run_dir / ".staging" / "qualify").mkdir(parents=True)
+    res = runner.invoke(app, ["qualify", "--device", "cpu", "--draws", "0", "--raw-dir", str(tmp_path / "no-mnist"),
+                              "--out", str(run_dir)])
+    _one_line(res, "MNIST raw file missing", str(tmp_path / "no-mnist"))
+    if staged_before:
+        assert sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*")) == [".staging", ".staging/qualify"]
+    else:
+        _untouched(run_dir, existed=False)
+
+
+@pytest.mark.parametrize(("phases", "named"), [
+    ("validat,qualify", "unknown phase 'validat'"), ("qualify,foo,bar", "unknown phases 'foo', 'bar'"),
+    ("qualify,qualify", "'qualify' named twice"), (",", "no phase named"),
+])
+def test_a_wrong_phase_is_named_with_the_valid_ones(tmp_path, phases, named):
+    run_dir = tmp_path / "out" / "run-local"
+    line = _one_line(runner.invoke(app, ["reproduce", "--phases", phases, "--out", str(run_dir)]), named,
+                     "the phases are validate,compare,qualify,energy,profile")
+    assert line.startswith(f"rev88: error: invalid --phases '{phases if phases != ',' else '(empty)'}'"), line
+    _untouched(run_dir, existed=False)

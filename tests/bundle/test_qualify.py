@@ -210,6 +210,7 @@ class _ThenSleep:
         self.inner = qualify.InProcessRunner("cpu")
         self.engine, self.workdir = SubprocessEngine(), workdir
         self.finished: list[int] = []
+        self.exit_codes: list[int] = []
 
     def __call__(self, draw_index, inputs):
         from bundle.jobs import JobSpec  # noqa: PLC0415
@@ -219,6 +220,7 @@ class _ThenSleep:
             self.finished.append(draw_index)
             return out
         result = self.engine.run(JobSpec(f"sleep-{draw_index}", ("sleep", "120"), {}, self.workdir))
+        self.exit_codes.append(result.exit_code)  # 0 only when the sleep ran to its end
         raise BundleError(f"draw {draw_index}: the sleeping job ended with exit code {result.exit_code}")
 
 
@@ -228,14 +230,14 @@ def test_interrupt_of_overlapped_draws_stops_their_jobs_and_keeps_the_finished_d
     from bundle.jobs import _RUNNING
 
     run_dir, runner_ = tmp_path / "run", _ThenSleep(tmp_path)
-    seconds = interrupted_when(lambda: runner_.finished and _RUNNING,
-                               lambda: qualify.run_qualification(run_dir, draws=[0, 1], runner=runner_, jobs=2))
+    interrupted_when(lambda: runner_.finished and _RUNNING,
+                     lambda: qualify.run_qualification(run_dir, draws=[0, 1], runner=runner_, jobs=2), timeout_s=600)
     assert runner_.finished == [0]
     assert not _RUNNING  # the sleeping job was killed and unregistered, not left for its 120 s
+    assert len(runner_.exit_codes) == 1 and runner_.exit_codes[0] != 0  # killed: its sleep did not run to the end
     staging = run_dir / ".staging" / "qualify"
     assert (staging / "draw-00.json.gz").is_file() and (staging / "draw-00.predictions.npy").is_file()
     assert not (staging / "draw-01.json.gz").exists() and not (run_dir / "qualify").exists()
-    assert seconds < 30  # not the sleeping job's 120 s
 
 
 class _CudaLabelled(qualify.InProcessRunner):

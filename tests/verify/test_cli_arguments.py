@@ -80,7 +80,7 @@ def test_help_prose_wraps_only_where_the_next_word_does_not_fit(command):
     env = {k: v for k, v in os.environ.items() if k not in ("LINES",)}
     env["COLUMNS"] = "80"
     res = subprocess.run([sys.executable, "-m", "bundle.cli", command, "--help"], cwd=REPO_ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     prose = lines[[i for i, line in enumerate(lines) if "Usage:" in line][0] + 1:
@@ -128,7 +128,7 @@ def test_verify_into_a_closed_pipe_exits_141_not_1():
     archive = EVIDENCE / "pinned-cpu-20261201"  # the smallest archive: about a second
     proc = subprocess.run(f"{sys.executable} -m bundle.cli verify --verbose {archive} | true; "
                           "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.stdout.strip() == "141", (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
 

@@ -209,7 +209,8 @@ def test_verify_in_a_pipe_is_compact_and_json_unchanged(tmp_path):
     gap = " reproduce.timing.record_stamps_unrecorded: "  # the shipped archive's resumed profile runs
     assert groups and all(" profile.ncu_report: " in g or gap in g or any(n in g for n in npz) for g in groups)
     assert sum(int(g.split("(")[1].split(")")[0]) for g in groups) == int(lines[0].split(" UNAVAILABLE")[0].split()[-1])
-    assert not any(ch in res.output for ch in "│┃━") and all(len(line) <= 80 for line in lines[1:])
+    assert not any(ch in res.output for ch in "│┃━") and all(len(line) <= 80 for line in lines[1:-1])
+    assert lines[-1].startswith(f"total (1 archive): FAILED ({lines[0].split(': FAILED (')[1][:-1]}) in ")  # unwrapped
     doc = json.loads(CliRunner().invoke(app, ["verify", str(root), "--json"]).output)
     assert doc["passed"] is False and doc["archives"][0]["counts"]["FAIL"] == n_fail
     assert {"check_id", "subject", "status", "recorded", "recomputed", "tolerance", "reason"} == set(

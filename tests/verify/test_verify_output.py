@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -44,11 +45,26 @@ def piped():
     return text, json.loads(outputs[1][0])
 
 
+def _summaries(lines: list[str]) -> list[str]:
+    """The archives' summary lines (not the closing total line)."""
+    return [line for line in lines if not line.startswith((" ", "total (")) and " verified (" in line]
+
+
+def _shared(lines: list[str]) -> dict[str, tuple[int, str]]:
+    """The reasons printed once for several archives: ``"[n]"`` -> (count over all, joined entry text)."""
+    out = {}
+    for block in _blocks(lines):
+        m = re.match(r"(\[[0-9]+\]) UNAVAILABLE \(([0-9]+) in [0-9]+ archives\)", _joined(block))
+        if m:
+            out[m.group(1)] = (int(m.group(2)), _joined(block))
+    return out
+
+
 def _blocks(lines: list[str]) -> list[list[str]]:
     """Lines grouped into entries: an entry starts with a two-space indent and a status word."""
     out: list[list[str]] = []
     for line in lines:
-        if line.startswith(("  FAIL ", "  UNAVAILABLE ", "  PASS ")):
+        if line.startswith(("  FAIL ", "  UNAVAILABLE ", "  PASS ")) or re.match(r"  \[[0-9]+\] UNAVAILABLE ", line):
             out.append([line])
         elif line.startswith("      ") and out:
             out[-1].append(line)
@@ -64,11 +80,14 @@ def test_pipe_output_has_one_summary_line_per_archive_and_no_table(piped):
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stderr == ""  # no progress bar outside a terminal
     lines = res.stdout.splitlines()
-    summaries = [line for line in lines if not line.startswith(" ") and " verified (" in line]
+    summaries = _summaries(lines)
     assert [s.split(" (")[0] for s in summaries] == [f"evidence/{a}" for a in ARCHIVES]
     for line, archive in zip(summaries, doc["archives"], strict=True):
         c = archive["counts"]
         assert line.endswith(f"({c['PASS']} PASS, {c['FAIL']} FAIL, {c['UNAVAILABLE']} UNAVAILABLE)")
+    total = {s: sum(a["counts"][s] for a in doc["archives"]) for s in ("PASS", "FAIL", "UNAVAILABLE")}
+    assert re.fullmatch(rf"total \({len(ARCHIVES)} archives\): verified \({total['PASS']} PASS, 0 FAIL, "
+                        rf"{total['UNAVAILABLE']} UNAVAILABLE\) in [0-9]+\.[0-9] s", lines[-1]), lines[-1]
     assert not any(ch in res.stdout for ch in "│┃━┏")
     assert not any(line.lstrip().startswith("PASS") for line in lines)  # PASS details only with --verbose
 
@@ -76,22 +95,35 @@ def test_pipe_output_has_one_summary_line_per_archive_and_no_table(piped):
 def test_every_unavailable_reason_is_shown_grouped_with_its_count(piped):
     res, doc = piped
     lines = res.stdout.splitlines()
-    starts = [i for i, line in enumerate(lines) if not line.startswith(" ") and " verified (" in line]
-    for start, end, archive in zip(starts, starts[1:] + [len(lines)], doc["archives"], strict=True):
+    summaries = set(_summaries(lines))
+    starts = [i for i, line in enumerate(lines) if line in summaries]
+    shared = _shared(lines)
+    ends = starts[1:] + [next(i for i, line in enumerate(lines) if not line.startswith(" ") and i > starts[-1])]
+    over_all: Counter = Counter()
+    for start, end, archive in zip(starts, ends, doc["archives"], strict=True):
         want = Counter(r["reason"] for r in archive["results"] if r["status"] == "UNAVAILABLE")
         blocks = [b for b in _blocks(lines[start + 1:end]) if b[0].startswith("  UNAVAILABLE ")]
         assert len(blocks) == len(want), archive["archive"]  # one group per distinct reason
         for block in blocks:
             text = _joined(block)
             n = int(text.split("(", 1)[1].split(")", 1)[0])
-            reason = next(r for r in want if f": {r} subject" in text)  # the whole reason, no word broken
+            pointer = re.search(r": see (\[[0-9]+\]) below$", text)
+            entry = shared[pointer.group(1)][1] if pointer else text  # a reason of several archives: printed once
+            reason = next(r for r in want if f": {r} subject" in entry or f": {r} archives: " in entry)  # whole
             assert want[reason] == n, (reason, n)
+            over_all[pointer.group(1) if pointer else reason] += n
+    for key, (n, entry) in shared.items():
+        assert over_all[key] == n and entry.count("UNAVAILABLE") == 1, (key, n, over_all[key])
+    text = " ".join(line.strip() for line in lines)
+    for reason in {r["reason"] for a in doc["archives"] for r in a["results"] if r["status"] == "UNAVAILABLE"}:
+        assert text.count(f": {reason} subject") + text.count(f": {reason} archives: ") == 1, reason  # printed once
 
 
 def test_h200_report_reasons_say_why_and_that_the_reader_does_not_help(piped):
     res, _ = piped
     text = " ".join(line.strip() for line in res.stdout.splitlines())
-    assert "UNAVAILABLE (8) profile.ncu_report: this repeat's .ncu-rep is not in the archive" in text
+    assert re.search(r"UNAVAILABLE \((8|[0-9]+ in [0-9]+ archives)\) profile.ncu_report: this repeat's .ncu-rep is "
+                     "not in the archive", text)  # printed once, on its own archive or for several
     assert "with or without ncu_report installed" in text and "not stored: not stored" not in text
 
 
