@@ -1,12 +1,12 @@
 """The quick subset (``make test-quick``, marker ``quick``): a few minutes on a 2-core machine, and every
-module of ``bundle/`` and ``verify/`` imported by at least one of its tests.
+module of ``bundle/``, ``verify/`` and ``protocol/`` imported by at least one of its tests.
 
 :data:`QUICK` names the tests (node-id prefixes: a module, a test, or a test with its parameters);
 ``tests/conftest.py`` marks them ``quick``. ``make test-quick`` collects only their files
 (``python -m tests.quick`` prints them) and selects ``-m quick``; such a session ends by checking
 :func:`missing_modules` over the modules its processes imported (pytest-xdist workers report theirs:
 at the import of a quick test file or while its quick tests ran) and fails naming any module of
-``bundle/`` or ``verify/`` that none imported. The quick tests use only the kept archives of
+``bundle/``, ``verify/`` or ``protocol/`` that none imported. The quick tests use only the kept archives of
 ``evidence/`` and ``data/mnist``.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bundle", "verify")
+PACKAGES = ("bundle", "verify", "protocol")
 """The packages whose every module the subset must import."""
 
 QUICK = (
@@ -68,6 +68,9 @@ QUICK = (
     "tests/verify/test_timing_placement.py::test_shipped_single_board_archive_passes_every_timing_and_placement_check",
     "tests/verify/test_leaf_coverage.py::test_verify_explain_prints_every_attestation",
     "tests/verify/test_leaf_coverage.py::test_field_globs",
+    # the shared definitions: host references and their refusals, the layering, the README's figures
+    "tests/bundle/test_hostrefs.py",
+    "tests/test_readme_figures.py",
 )
 """Node-id prefixes of the quick tests (``make test-quick``); a test marked ``slow`` in them is left out."""
 
