@@ -54,6 +54,10 @@ MAX_CONTENT_BYTES = 512 * MiB
 KEEP_CONTENT_BYTES = 64 * MiB
 """Decompressed content up to this size stays in memory for the checks."""
 
+KEEP_TEXT_BYTES = 128 * MiB
+"""Raw tool output (``.txt.gz``) up to this size stays in memory: the profile checks read the metric
+query's listing (97 MB shipped) whole, and a re-read would inflate and hash it a second time."""
+
 MANIFEST_NAME = "manifest.json"
 MANIFEST_LIMIT_BYTES = 16 * MiB
 """Largest ``manifest.json`` accepted (the shipped one is 40 kB)."""
@@ -123,6 +127,14 @@ class ArchiveFiles:
         """The manifest entry (``size_bytes``, ``sha256``, ``content_sha256``, ``content_size_bytes``)
         of a verified member, or None (not a member, or not a run archive)."""
         return self.entries.get(path) if path in self.content else None
+
+    def content_sha256(self, path: str) -> str | None:
+        """sha256 (hex) of a verified member's content (decompressed for ``.gz``) as integrity computed it
+        from the bytes :meth:`read` returns, or None (not a member, or not a run archive)."""
+        entry = self.stored_entry(path)
+        if entry is None:
+            return None
+        return entry["content_sha256"] if path.endswith(".gz") else entry["sha256"]
 
     @property
     def ok(self) -> bool:
@@ -414,7 +426,8 @@ def _verify_entry(out: ArchiveFiles, entry: dict, ambiguous: list[tuple[dict, sa
     is_gz = rel.endswith(".gz")
     kind, limit = content_limit(rel)
     try:
-        m = safeio.read_member(full, gz=is_gz, content_limit=limit, keep=KEEP_CONTENT_BYTES, where=rel)
+        keep = KEEP_TEXT_BYTES if rel.endswith(".txt.gz") else KEEP_CONTENT_BYTES
+        m = safeio.read_member(full, gz=is_gz, content_limit=limit, keep=keep, where=rel)
     except RecordError as exc:
         check = "integrity.size_limit" if "more than the" in str(exc) else "integrity.regular_file"
         out.results.append(failed(check, rel, f"{exc} (limit for a {kind}: {limit:,} bytes"

@@ -214,11 +214,27 @@ MAX_ARCHIVE_WORKERS = 4
 ~600 MB for the largest shipped archive)."""
 
 
+WORKERS_ENV = "REV88_VERIFY_WORKERS"
+"""Environment variable: worker processes for :func:`verify_archives` (a positive integer; 1 verifies in-process)."""
+
+
 def archive_workers(count: int) -> int:
-    """Worker processes for verifying *count* archives: one per usable core, at most
-    :data:`MAX_ARCHIVE_WORKERS` and at most *count* (1: verify in this process)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(MAX_ARCHIVE_WORKERS, cores, count))
+    """Worker processes for verifying *count* archives: ``$REV88_VERIFY_WORKERS`` when set, else one per
+    usable core and at most :data:`MAX_ARCHIVE_WORKERS`; never more than *count* (1: verify in this process).
+
+    Raises:
+        BundleError: ``$REV88_VERIFY_WORKERS`` is not a positive integer.
+    """
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise BundleError(f"{WORKERS_ENV}={raw!r} is not a positive integer: set it to the number of worker "
+                              "processes (1 verifies in this process) or unset it")
+        wanted = int(raw)
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        wanted = min(MAX_ARCHIVE_WORKERS, cores)
+    return max(1, min(wanted, count))
 
 
 def _stored_bytes(path: Path) -> int:
