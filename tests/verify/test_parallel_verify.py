@@ -1,0 +1,53 @@
+"""verify_archives: archives verified in worker processes give the verdicts of one process, in the order given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundle.errors import BundleError
+from tests.conftest import REPO_ROOT
+from verify.registry import WORKERS_ENV, archive_workers, verify_archive, verify_archives
+
+EVIDENCE = REPO_ROOT / "evidence"
+PATHS = (EVIDENCE / "pinned-cpu-20261201", EVIDENCE / "rev88-original")
+
+
+def _verdicts(report) -> list[str]:
+    return [json.dumps(r.to_json(), sort_keys=True) for r in report.results]
+
+
+def test_workers_give_the_verdicts_of_one_process_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    stages: list[tuple[str, int]] = []
+    parallel = verify_archives(PATHS, workers=2, on_progress=lambda stage, n: stages.append((stage, n)))
+    alone = [verify_archive(p) for p in PATHS]
+    assert [r.archive for r in parallel] == [str(p) for p in PATHS]
+    for got, want in zip(parallel, alone, strict=True):
+        assert got.kind == want.kind and _verdicts(got) == _verdicts(want)
+    # one progress call per archive, covering all of its stages
+    assert sorted(stage for stage, _ in stages) == sorted(f"{p}: verified" for p in PATHS)
+    assert sum(n for _, n in stages) == 1 + 11 + 1 + 12  # integrity + families: run (11), original (12)
+
+
+def test_the_first_failing_path_in_order_raises(tmp_path: Path) -> None:
+    missing, other = tmp_path / "no-such-run", tmp_path / "not-an-archive"
+    other.mkdir()
+    with pytest.raises(BundleError, match=r"archive folder not found .*no-such-run"):
+        verify_archives([PATHS[0], missing, other], workers=2)
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_worker_count_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(WORKERS_ENV, value)
+    with pytest.raises(BundleError, match=f"{WORKERS_ENV}='{value}' is not a positive integer"):
+        archive_workers(3)
+
+
+def test_worker_count_follows_the_variable_and_the_archives(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert archive_workers(5) == 3 and archive_workers(2) == 2 and archive_workers(1) == 1
+    monkeypatch.delenv(WORKERS_ENV)
+    assert 1 <= archive_workers(16) <= 4 and archive_workers(1) == 1
