@@ -112,6 +112,8 @@ class ArchiveFiles:
         entries: path -> manifest entry of every verified member (run archives only).
         background: work started after integrity that checks collect later (the
             ``.ncu-rep`` reads of :mod:`verify.ncu_reports`), or None.
+        shared: values derived from the verified files once and read by several check families
+            (:func:`verify.checks.run.fixture_records`), by name.
     """
 
     root: Path
@@ -122,6 +124,7 @@ class ArchiveFiles:
     entries: dict[str, dict] = field(default_factory=dict)
     background: object = None
     json_checked: set[str] = field(default_factory=set)
+    shared: dict[str, object] = field(default_factory=dict)
 
     def stored_entry(self, path: str) -> dict | None:
         """The manifest entry (``size_bytes``, ``sha256``, ``content_sha256``, ``content_size_bytes``)

@@ -249,6 +249,18 @@ def _stored_bytes(path: Path) -> int:
     return total
 
 
+def _warm_run_caches() -> None:
+    """Before forking: the host's reference data and the per-draw hashes every run archive's checks read, so the
+    workers inherit them. A failure is left to the worker whose archive needs the data (it raises in order)."""
+    from verify.checks.draws import warm_draw_caches  # noqa: PLC0415 - check modules load lazily
+
+    try:
+        require_reference_data("run")
+        warm_draw_caches()
+    except BundleError:
+        pass
+
+
 def _worker_signals() -> None:
     """In an archive worker: Ctrl-C goes to the parent alone (no traceback per worker), SIGTERM ends it quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -302,6 +314,8 @@ def verify_archives(paths: Sequence[Path], *, workers: int | None = None,
             reports.append(verify_archive(path, on_stage=on_stage))
         return reports
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "fork" and any(os.path.lexists(p / MANIFEST_NAME) for p in paths):
+        _warm_run_caches()
     for stream in (sys.stdout, sys.stderr):  # a forked worker flushes what it inherited: flush it here first
         stream.flush()
     executor = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method),

@@ -51,3 +51,35 @@ def test_worker_count_follows_the_variable_and_the_archives(monkeypatch: pytest.
     assert archive_workers(5) == 3 and archive_workers(2) == 2 and archive_workers(1) == 1
     monkeypatch.delenv(WORKERS_ENV)
     assert 1 <= archive_workers(16) <= 4 and archive_workers(1) == 1
+
+
+
+@pytest.mark.parametrize("name", ["h200-20261202", "h200-fused-cuda-20261205"])
+def test_no_check_changes_the_shared_fixture_records(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                    hidden_ncu_report: None) -> None:
+    """fixture_records parses the records once per archive and hands the same objects to every family: after a
+    whole verification they still serialise as parsed, and the verdicts are those of a fresh parse per call
+    (without NVIDIA's reader, whose verdicts carry read times)."""
+    from verify.checks import run  # noqa: PLC0415
+
+    original = run.fixture_records
+    parsed: list[tuple[object, list[tuple[str, str]]]] = []
+
+    def snapshotting(f):
+        if "fixture_records" not in f.shared:
+            records = original(f)
+            parsed.append((f, [(rel, json.dumps(rec, sort_keys=True)) for rel, rec in records]))
+            return records
+        return original(f)
+
+    monkeypatch.setattr(run, "fixture_records", snapshotting)
+    shared = verify_archive(EVIDENCE / name)
+    (files, before), = parsed
+    assert before and [(rel, json.dumps(rec, sort_keys=True)) for rel, rec in files.shared["fixture_records"]] == before
+
+    def fresh_each_call(f):
+        f.shared.pop("fixture_records", None)
+        return original(f)
+
+    monkeypatch.setattr(run, "fixture_records", fresh_each_call)
+    assert _verdicts(verify_archive(EVIDENCE / name)) == _verdicts(shared)
