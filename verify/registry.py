@@ -269,12 +269,13 @@ def _worker_signals() -> None:
 
 def _stop_workers(executor: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (Ctrl-C or SIGTERM in the parent)."""
-    executor.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(executor, "terminate_workers", None)  # public from Python 3.14
     if terminate is not None:
         terminate()
         return
-    for process in list((getattr(executor, "_processes", None) or {}).values()):
+    processes = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
         if process.is_alive():
             process.terminate()
 

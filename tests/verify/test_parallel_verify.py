@@ -83,3 +83,24 @@ def test_no_check_changes_the_shared_fixture_records(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(run, "fixture_records", fresh_each_call)
     assert _verdicts(verify_archive(EVIDENCE / name)) == _verdicts(shared)
+
+
+def test_ctrl_c_stops_the_workers() -> None:
+    """Ctrl-C while the workers verify: KeyboardInterrupt here, and every worker is ended at once (SIGTERM), not
+    left to finish its archive."""
+    import multiprocessing  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    from tests.conftest import interrupted_when  # noqa: PLC0415
+
+    before = set(multiprocessing.active_children())
+    workers: set = set()
+
+    def started() -> bool:
+        workers.update(set(multiprocessing.active_children()) - before)
+        return bool(workers)
+
+    interrupted_when(started, lambda: verify_archives([EVIDENCE / "h200-20261202", *PATHS], workers=2))
+    for process in workers:
+        process.join(30)
+        assert process.exitcode == -signal.SIGTERM
