@@ -58,14 +58,17 @@ def _original_hint() -> str:
 def _signature(root: Path) -> tuple[tuple[str, int, int, int, int], ...]:
     """(path, mode, size, mtime, inode) of every entry under *root*: a changed copy is re-verified."""
     rows = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    base = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        # plain strings, no Path objects: every check of a run archive reads the reference (~200 calls a run)
+        prefix = os.path.relpath(dirpath, base).replace(os.sep, "/")
+        prefix = "" if prefix == "." else prefix + "/"
         for name in (*dirnames, *filenames):
-            full = Path(dirpath) / name
             try:
-                st = os.lstat(full)
+                st = os.lstat(os.path.join(dirpath, name))
             except OSError:
                 continue
-            rows.append((full.relative_to(root).as_posix(), st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino))
+            rows.append((prefix + name, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino))
     return tuple(sorted(rows))
 
 

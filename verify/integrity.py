@@ -37,6 +37,7 @@ import os
 import re
 import stat
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -53,6 +54,10 @@ MAX_CONTENT_BYTES = 512 * MiB
 
 KEEP_CONTENT_BYTES = 64 * MiB
 """Decompressed content up to this size stays in memory for the checks."""
+
+KEEP_TEXT_BYTES = 128 * MiB
+"""Raw tool output (``.txt.gz``) up to this size stays in memory: the profile checks read the metric
+query's listing (97 MB shipped) whole, and a re-read would inflate and hash it a second time."""
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_LIMIT_BYTES = 16 * MiB
@@ -109,6 +114,8 @@ class ArchiveFiles:
         entries: path -> manifest entry of every verified member (run archives only).
         background: work started after integrity that checks collect later (the
             ``.ncu-rep`` reads of :mod:`verify.ncu_reports`), or None.
+        shared: values derived from the verified files once and read by several check families
+            (:func:`verify.checks.run.fixture_records`), by name.
     """
 
     root: Path
@@ -119,11 +126,20 @@ class ArchiveFiles:
     entries: dict[str, dict] = field(default_factory=dict)
     background: object = None
     json_checked: set[str] = field(default_factory=set)
+    shared: dict[str, object] = field(default_factory=dict)
 
     def stored_entry(self, path: str) -> dict | None:
         """The manifest entry (``size_bytes``, ``sha256``, ``content_sha256``, ``content_size_bytes``)
         of a verified member, or None (not a member, or not a run archive)."""
         return self.entries.get(path) if path in self.content else None
+
+    def content_sha256(self, path: str) -> str | None:
+        """sha256 (hex) of a verified member's content (decompressed for ``.gz``) as integrity computed it
+        from the bytes :meth:`read` returns, or None (not a member, or not a run archive)."""
+        entry = self.stored_entry(path)
+        if entry is None:
+            return None
+        return entry["content_sha256"] if path.endswith(".gz") else entry["sha256"]
 
     @property
     def ok(self) -> bool:
@@ -259,8 +275,16 @@ def verify_run_archive(root: Path) -> ArchiveFiles:
             out.results.append(failed("integrity.unlisted", rel, "file is not listed in manifest.json: "
                                       "remove it or rebuild the manifest"))
     ambiguous: list[tuple[dict, safeio.Member]] = []
-    for entry in entries:
-        _verify_entry(out, entry, ambiguous)
+    # lstat first, in order; then the regular files are read, inflated and hashed two at a time (zlib and
+    # hashlib release the GIL), while their verdicts are taken in manifest order as before
+    opened = [(entry, _precheck(out, entry)) for entry in entries]
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        reads = {entry["path"]: pool.submit(_read_entry, out.root, entry) for entry, ok in opened if ok is True}
+        for entry, ok in opened:
+            if ok is True:
+                _verify_entry(out, entry, ambiguous, reads[entry["path"]])
+            elif ok is not False:
+                out.results.append(ok)
     _attribute_plain_mismatches(out, ambiguous)
     _check_json_records(out)
     out.results += _check_environment_run_id(out, manifest["run_id"])
@@ -392,30 +416,45 @@ def _manifest_blame(rel: str, reason: str, *, recorded: object = None, recompute
                   "one the run wrote, restore manifest.json", recorded=recorded, recomputed=recomputed)
 
 
-def _verify_entry(out: ArchiveFiles, entry: dict, ambiguous: list[tuple[dict, safeio.Member]]) -> None:
+READ_THREADS = 2
+"""Members read, inflated and hashed at once by :func:`verify_run_archive`."""
+
+
+def _precheck(out: ArchiveFiles, entry: dict) -> CheckResult | bool:
+    """What ``lstat`` says of a listed member: True (a regular file to read), a FAIL verdict (missing, a
+    folder, not examinable), or False (a link or special file, or under a linked folder: the walk reports
+    it, and it is never opened)."""
     rel = entry["path"]
     full = out.root / rel
     try:
         mode = os.lstat(full).st_mode
     except FileNotFoundError:
-        out.results.append(failed("integrity.missing", rel, "file listed in manifest.json is absent: "
-                                  "restore it from the run"))
-        return
+        return failed("integrity.missing", rel, "file listed in manifest.json is absent: restore it from the run")
     except OSError as exc:
-        out.results.append(failed("integrity.regular_file", rel, f"cannot be examined ({exc.strerror})"))
-        return
+        return failed("integrity.regular_file", rel, f"cannot be examined ({exc.strerror})")
     if stat.S_ISDIR(mode):
-        out.results.append(failed("integrity.regular_file", rel, "listed in manifest.json as a file but is a folder: "
-                                  "restore the file from the run"))
-        return
+        return failed("integrity.regular_file", rel, "listed in manifest.json as a file but is a folder: "
+                      "restore the file from the run")
     if not stat.S_ISREG(mode):
-        return  # already reported by the walk (symlink or special file); never opened
-    if any(parent.is_symlink() for parent in full.relative_to(out.root).parents if str(parent) != "."):
-        return
+        return False  # already reported by the walk (symlink or special file); never opened
+    return not any(parent.is_symlink() for parent in full.relative_to(out.root).parents if str(parent) != ".")
+
+
+def _read_entry(root: Path, entry: dict) -> safeio.Member:
+    """:func:`verify.safeio.read_member` of a listed member with its kind's limits (in a reader thread)."""
+    rel = entry["path"]
+    keep = KEEP_TEXT_BYTES if rel.endswith(".txt.gz") else KEEP_CONTENT_BYTES
+    return safeio.read_member(root / rel, gz=rel.endswith(".gz"), content_limit=content_limit(rel)[1], keep=keep,
+                              where=rel)
+
+
+def _verify_entry(out: ArchiveFiles, entry: dict, ambiguous: list[tuple[dict, safeio.Member]],
+                  read: Future) -> None:
+    rel = entry["path"]
     is_gz = rel.endswith(".gz")
     kind, limit = content_limit(rel)
     try:
-        m = safeio.read_member(full, gz=is_gz, content_limit=limit, keep=KEEP_CONTENT_BYTES, where=rel)
+        m = read.result()
     except RecordError as exc:
         check = "integrity.size_limit" if "more than the" in str(exc) else "integrity.regular_file"
         out.results.append(failed(check, rel, f"{exc} (limit for a {kind}: {limit:,} bytes"

@@ -154,7 +154,7 @@ def get(obj: Any, path: str | tuple[str, ...], kind: type | tuple[type, ...] | N
     path = ".".join(parts)
     for part in parts:
         walked.append(part)
-        if isinstance(cur, Mapping):
+        if type(cur) is dict or isinstance(cur, Mapping):  # parsed JSON is a dict: skip the ABC check for it
             if part not in cur:
                 raise RecordError(f"missing key '{'.'.join(walked)}' ({where}): the record is incomplete; regenerate it", where)
             cur = cur[part]

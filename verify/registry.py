@@ -9,9 +9,14 @@ FAIL line (``<family>.error``) and the remaining families still run (as MLPerf's
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from bundle.errors import BundleError
@@ -212,6 +217,145 @@ def verify_archive(path: Path, *, on_stage: Callable[[str], None] | None = None)
         report.timings_s["ncu_report_read_in_workers"] = files.background.read_s
         report.timings_s["ncu_report_wait"] = files.background.wait_s
     return report
+
+
+MAX_ARCHIVE_WORKERS = 4
+"""Most worker processes :func:`verify_archives` starts (each holds one archive's verified content, up to
+~600 MB for the largest shipped archive)."""
+
+
+WORKERS_ENV = "REV88_VERIFY_WORKERS"
+"""Environment variable: worker processes for :func:`verify_archives` (a positive integer; 1 verifies in-process)."""
+
+
+def archive_workers(count: int) -> int:
+    """Worker processes for verifying *count* archives: ``$REV88_VERIFY_WORKERS`` when set, else one per
+    usable core and at most :data:`MAX_ARCHIVE_WORKERS`; never more than *count* (1: verify in this process).
+
+    Raises:
+        BundleError: ``$REV88_VERIFY_WORKERS`` is not a positive integer.
+    """
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise BundleError(f"{WORKERS_ENV}={raw!r} is not a positive integer: set it to the number of worker "
+                              "processes (1 verifies in this process) or unset it")
+        wanted = int(raw)
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        wanted = min(MAX_ARCHIVE_WORKERS, cores)
+    return max(1, min(wanted, count))
+
+
+def _stored_bytes(path: Path) -> int:
+    """Total size in bytes of the regular files under *path* (links not followed; 0 when unreadable)."""
+    total = 0
+    for dirpath, _dirnames, filenames in os.walk(path, followlinks=False):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _warm_run_caches() -> None:
+    """Before forking: the host's reference data and the per-draw hashes every run archive's checks read, so the
+    workers inherit them. A failure is left to the worker whose archive needs the data (it raises in order)."""
+    from verify.checks.draws import warm_draw_caches  # noqa: PLC0415 - check modules load lazily
+
+    try:
+        require_reference_data("run")
+        warm_draw_caches()
+    except BundleError:
+        pass
+
+
+def _worker_signals() -> None:
+    """In an archive worker: Ctrl-C goes to the parent alone (no traceback per worker), SIGTERM ends it quietly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (Ctrl-C or SIGTERM in the parent)."""
+    terminate = getattr(executor, "terminate_workers", None)  # public from Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+
+
+def verify_archives(paths: Sequence[Path], *, workers: int | None = None,
+                    on_progress: Callable[[str, int], None] | None = None) -> list[VerifyReport]:
+    """Verify several archives, each in one of up to *workers* processes (verdicts as :func:`verify_archive`).
+
+    Each archive is verified whole by one process, so its verdicts and their order are those of
+    :func:`verify_archive`; archives start largest first (stored bytes), so the longest one does
+    not start last. With one worker (one archive, or one core) everything runs in this process.
+    Workers are forked where the platform can (they inherit the imported checks), else spawned;
+    Ctrl-C reaches this process alone, which stops the workers.
+
+    Args:
+        paths: archive folders.
+        workers: worker processes (default :func:`archive_workers`).
+        on_progress: called with a stage description and the number of stages it completes
+            (:func:`stage_count` in all per archive), for a progress display.
+
+    Returns:
+        One report per path, in the order of *paths*.
+
+    Raises:
+        BundleError, HostReferenceError: as :func:`verify_archive`, for the first path (in the
+            order given) whose verification raised.
+    """
+    paths = [Path(p) for p in paths]
+    n = archive_workers(len(paths)) if workers is None else max(1, min(workers, len(paths)))
+    if n <= 1:
+        reports = []
+        for path in paths:
+            def on_stage(stage: str, path: Path = path) -> None:
+                if on_progress is not None:
+                    on_progress(f"{path}: {stage}", 1)
+
+            reports.append(verify_archive(path, on_stage=on_stage))
+        return reports
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "fork" and any(os.path.lexists(p / MANIFEST_NAME) for p in paths):
+        _warm_run_caches()
+    for stream in (sys.stdout, sys.stderr):  # a forked worker flushes what it inherited: flush it here first
+        stream.flush()
+    executor = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method),
+                                   initializer=_worker_signals)
+    try:
+        futures: dict[Future, int] = {}
+        for i in sorted(range(len(paths)), key=lambda k: -_stored_bytes(paths[k])):
+            futures[executor.submit(verify_archive, paths[i])] = i
+        outcomes: list[VerifyReport | BaseException | None] = [None] * len(paths)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                i = futures[future]
+                exc = future.exception()
+                outcomes[i] = exc if exc is not None else future.result()
+                if on_progress is not None:
+                    on_progress(f"{paths[i]}: verified", stage_count(paths[i]) if paths[i].is_dir() else 1)
+    except BaseException:
+        _stop_workers(executor)
+        raise
+    executor.shutdown(wait=True)
+    for path, outcome in zip(paths, outcomes, strict=True):
+        if isinstance(outcome, BrokenProcessPool):
+            raise BundleError(f"the worker process verifying {path} died ({outcome}): out of memory or killed? "
+                              f"verify that archive alone (rev88 verify {path})")
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [o for o in outcomes if isinstance(o, VerifyReport)]
 
 
 def discover_archives(evidence_dir: Path) -> list[Path]:

@@ -58,18 +58,16 @@ def register(app: typer.Typer) -> None:
         from rich.text import Text
 
         from bundle.commands.console import DelayedProgress
-        from verify.registry import discover_archives, stage_count, verify_archive
+        from verify.registry import discover_archives, stage_count, verify_archives
         from verify.render import STYLES, render_json, render_text
 
         paths = list(archives) if archives else discover_archives(DEFAULT_EVIDENCE)
         total = sum(stage_count(p) for p in paths if Path(p).is_dir())
-        reports = []
         with DelayedProgress("verify", total=total) as progress:
-            for path in paths:
-                def on_stage(stage: str, path: Path = path) -> None:
-                    progress.update(f"verify {path}: {stage}", advance=1)
+            def on_progress(stage: str, advance: int) -> None:
+                progress.update(f"verify {stage}", advance=advance)
 
-                reports.append(verify_archive(path, on_stage=on_stage))
+            reports = verify_archives(paths, on_progress=on_progress)  # archives in parallel, one per core
         console = Console()
         if as_json:
             typer.echo(render_json(reports))

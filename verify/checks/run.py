@@ -24,14 +24,23 @@ from verify.result import CheckResult, check_equal, failed, guarded, unavailable
 
 
 def fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
-    """(path, record) of every fixture record of the compare, energy, profile and qualify phases."""
-    out = []
-    for rel in sorted(f.content):
-        if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify"):
-            rec = f.json(rel)
-            if isinstance(rec, dict) and "buffer_inventory" in rec and "metadata" in rec:
-                out.append((rel, rec))
-    return out
+    """(path, record) of every fixture record of the compare, energy, profile and qualify phases.
+
+    The records are parsed once per archive and the same objects are handed to every caller (some twenty
+    per archive: parsing them each time was a quarter of the verifier's CPU), so a check must never change
+    one (tests/verify/test_parallel_verify.py runs every check over records that refuse changes). The
+    list itself is new on each call.
+    """
+    cached = f.shared.get("fixture_records")
+    if cached is None:
+        cached = []
+        for rel in sorted(f.content):
+            if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify"):
+                rec = f.json(rel)
+                if isinstance(rec, dict) and "buffer_inventory" in rec and "metadata" in rec:
+                    cached.append((rel, rec))
+        f.shared["fixture_records"] = cached
+    return list(cached)
 
 
 def which_draw(metadata: dict, where: str) -> int | None:
