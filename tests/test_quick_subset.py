@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.quick import QUICK, REPO_ROOT, is_quick, missing_modules, project_modules, quick_files
+from tests.quick import PACKAGES, QUICK, REPO_ROOT, is_quick, missing_modules, project_modules, quick_files
 
 
 def _test_names(path: Path) -> set[str]:
@@ -37,7 +37,7 @@ def test_the_module_check_names_what_no_quick_test_imported() -> None:
     modules = project_modules()
     assert {"bundle", "bundle.cli", "bundle.commands.verify", "bundle.phases.reproduce", "verify.checks.run",
             "verify.render"} <= set(modules)
-    assert len(modules) == len(set(modules)) == sum(1 for p in ("bundle", "verify")
+    assert len(modules) == len(set(modules)) == sum(1 for p in PACKAGES
                                                    for _ in (REPO_ROOT / p).rglob("*.py"))
     assert missing_modules(modules) == []
     assert missing_modules([m for m in modules if m != "verify.render"]) == ["verify.render"]
