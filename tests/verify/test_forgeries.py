@@ -351,7 +351,7 @@ def test_refused_archive_contents_fail(tmp_path):
 def test_run_id_against_the_environment_fails(tmp_path):
     root = _copy(tmp_path)
     env = _read(root, "environment.json.gz")
-    env["run_id"] = "h200-20261130"
+    env["run_id"] = "another-run"
     _write(root, "environment.json.gz", env)
     _rebuild_manifest(root)
     rep = verify_archive(root)

@@ -182,7 +182,7 @@ def test_manifest_run_id_must_be_the_folder_name(tmp_path):
 def test_environment_run_id_must_be_the_manifests(tmp_path):
     root = _copy(tmp_path)
     env = archive.read_json_gz(REAL / "environment.json.gz")
-    env["run_id"] = "h200-20261130"
+    env["run_id"] = "another-run"
     (root / "environment.json.gz").unlink()
     archive.write_json_gz(root / "environment.json.gz", env)
     _rebuild(root)
