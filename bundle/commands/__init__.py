@@ -114,17 +114,18 @@ def checked_engine(phase: str, *, engine: str, device: str, out: Path, command: 
 
     Raises:
         BundleError: unknown engine or device, a GPU-only phase on the CPU, the frozen reference
-            missing for a phase that compares with it, or a missing precondition (one line; nothing
-            written).
+            missing for a phase that compares with it, *out* in the frozen reference, or a missing
+            precondition (one line; nothing written).
     """
     from bundle import preflight  # noqa: PLC0415
     from bundle.commands.compare import make_engine  # noqa: PLC0415
 
+    preflight.refuse_reference_out(out, command=command)
     preflight.needs_for([phase], device)
     preflight.require_frozen_reference(preflight.frozen_members([phase], compare_draw=draw))
     job_engine = make_engine(engine)
     if getattr(job_engine, "kind", "native") == "docker":
-        with preflight.run_folder(Path(out)) as run_dir:
+        with preflight.run_folder(Path(out), command=command) as run_dir:
             preflight.require([phase], device=device, command=command, engine=job_engine, run_dir=run_dir.resolve(),
                               ncu=ncu)
     else:
