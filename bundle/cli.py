@@ -16,6 +16,8 @@ from typing import Any
 
 import typer
 
+from bundle.commands import stop_reported
+
 app = typer.Typer(
     name="rev88",
     help="Reproduce and audit the rev88 MNIST-medium energy study (see README.md).",
@@ -134,6 +136,8 @@ def _dispatch() -> None:
     except (KeyboardInterrupt, _click_class("Abort")):
         print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
         raise SystemExit(130) from None
+    if code == 130 and not stop_reported():  # typer's silent status for a Ctrl-C while parsing or printing help
+        print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
