@@ -7,12 +7,16 @@ never imports torch (commands import their phase inside the command body).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
 import sys
 from typing import Any
 
 import typer
+
+from bundle.commands import stop_reported
 
 app = typer.Typer(
     name="rev88",
@@ -63,8 +67,27 @@ def _command_path(ctx: Any) -> str:
     return f"rev88 {first}" if first in {c.name for c in app.registered_commands} else "rev88"
 
 
+STDOUT_UNWRITABLE_EXIT = 2
+"""Exit status when standard output cannot be written (a full disk, ``> /dev/full``): not verify's 1 (FAIL)."""
+
+
+def _stdout_unwritable() -> bool:
+    """Whether standard output refuses writes: what is buffered does not flush, or an empty write fails
+    (``/dev/full``). A write error from elsewhere (an archive file on a full disk) leaves it writable."""
+    try:
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), b"")
+    except (OSError, ValueError):
+        return True
+    return False
+
+
 def main() -> None:
-    """Console-script entry point for ``rev88``.
+    """Console-script entry point for ``rev88`` (through :func:`bundle.entry.main`).
+
+    Standard output that cannot be written (no space left on its device, ``> /dev/full``) is one
+    stderr line naming it and exit status :data:`STDOUT_UNWRITABLE_EXIT` (2), not a traceback; what
+    was written before is incomplete.
 
     Command-line mistakes (an unknown option or command, a missing or malformed value) are one
     stderr line and exit 2: ``rev88 <command>: error: <what is wrong> (try 'rev88 <command> --help')``,
@@ -75,6 +98,23 @@ def main() -> None:
     which ``rev88 verify`` uses for "something FAILs"; the status is then 141 (128 + SIGPIPE) instead, as a
     process killed by SIGPIPE reports in a shell.
     """
+    try:
+        try:
+            _dispatch()
+        finally:  # what is still buffered is written now, where a failure can be reported
+            if not sys.stdout.closed:
+                sys.stdout.flush()
+    except OSError as exc:
+        if not _stdout_unwritable():
+            raise
+        print(f"rev88: error: standard output could not be written ({exc.strerror or exc}): the output is "
+              "incomplete; free space where it goes or send it elsewhere", file=sys.stderr)
+        with contextlib.suppress(OSError, ValueError):  # nothing more reaches it (no second error at exit)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(STDOUT_UNWRITABLE_EXIT) from None
+
+
+def _dispatch() -> None:
     usage_error, click_error = _click_class("UsageError"), _click_class("ClickException")
     try:
         code = app(standalone_mode=False, prog_name="rev88")
@@ -96,6 +136,8 @@ def main() -> None:
     except (KeyboardInterrupt, _click_class("Abort")):
         print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
         raise SystemExit(130) from None
+    if code == 130 and not stop_reported():  # typer's silent status for a Ctrl-C while parsing or printing help
+        print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

@@ -459,7 +459,7 @@ def fetch_raw_files(dest: Path, mirrors: Iterable[str] = MIRRORS, *, keys: Itera
     mirror in turn; the first download whose sha256 matches is renamed into place.
 
     Args:
-        dest: target folder (created if needed).
+        dest: target folder (created with its missing parents if needed).
         mirrors: base URLs ending in ``/``.
         keys: which :data:`RAW_FILES` to fetch; default all four.
         timeout_s: socket timeout per request in seconds.
@@ -469,10 +469,22 @@ def fetch_raw_files(dest: Path, mirrors: Iterable[str] = MIRRORS, *, keys: Itera
 
     Raises:
         BundleError: no mirror delivered a file with the pinned sha256 (offline, blocked, or
-            altered content); names the file and the last error.
+            altered content); names the file and the last error. The folders this call created
+            are removed again while empty (:func:`bundle.archive.remove_empty_folders`).
+        OSError: *dest* cannot be created.
     """
+    from bundle.archive import make_folders, remove_empty_folders  # noqa: PLC0415
+
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
+    created = make_folders(dest)
+    try:
+        return _fetch_into(dest, mirrors, keys, timeout_s)
+    except BaseException:  # refused, offline or Ctrl-C: the folders made here go again while empty
+        remove_empty_folders(created)
+        raise
+
+
+def _fetch_into(dest: Path, mirrors: Iterable[str], keys: Iterable[str] | None, timeout_s: float) -> list[dict]:
     results = []
     for key in keys if keys is not None else RAW_FILES:
         pin = RAW_FILES[key]

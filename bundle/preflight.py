@@ -357,14 +357,36 @@ def engine_where(engine: Any) -> str:
     return "on this host"
 
 
+def refuse_reference_out(run_dir: str | os.PathLike[str], *, command: str) -> None:
+    """Refuse a run folder (``--out``) that is the frozen reference, or lies in it or in any folder laid
+    out like the original archive (:func:`protocol.hostrefs.reference_holding`), before anything is written.
+
+    Raises:
+        BundleError: one line naming the folder and what to do (exit status 2).
+    """
+    held = hostrefs.reference_holding(run_dir)
+    if held is not None:
+        what = ("the frozen reference" if held in {p.resolve() for p, _ in hostrefs.FROZEN_REFERENCE.candidates()}
+                else "a folder in the original archive's layout")
+        inside = "is" if held == Path(run_dir).resolve() else f"lies inside {held}, which is"
+        raise BundleError(f"--out {run_dir} {inside} {what} ({command} never writes there): give --out a "
+                          "run folder of its own, e.g. evidence/<run-id>; nothing was written")
+
+
 @contextlib.contextmanager
-def run_folder(run_dir: Path) -> Iterator[Path]:
+def run_folder(run_dir: Path, *, command: str = "rev88") -> Iterator[Path]:
     """Yield *run_dir* (created when missing, with its missing parents) and remove again every
     folder created here that is still empty when the block fails, so a refused command leaves no
-    folder behind (:func:`bundle.archive.remove_empty_folders`)."""
+    folder behind (:func:`bundle.archive.remove_empty_folders`).
+
+    Raises:
+        BundleError: *run_dir* is not a folder, cannot be created, or is (in) the frozen reference
+            (:func:`refuse_reference_out`).
+    """
     from bundle.archive import make_folders, remove_empty_folders  # noqa: PLC0415  (imports numpy)
 
     run_dir = Path(run_dir)
+    refuse_reference_out(run_dir, command=command)
     if run_dir.exists() and not run_dir.is_dir():
         raise BundleError(f"--out {run_dir} is not a folder: give a new or existing run folder")
     try:

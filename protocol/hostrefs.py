@@ -193,6 +193,31 @@ def frozen_draw_member(draw_index: int) -> str:
     return f"results/draw-{draw_index:02d}.json"
 
 
+ORIGINAL_LAYOUT_MARKERS = ("protocol.json", "prediction-manifest.json")
+"""Files only a folder laid out like the original study's archive holds at its top (run archives never do)."""
+
+
+def reference_holding(path: str | os.PathLike[str]) -> Path | None:
+    """The frozen reference folder, or a folder in the original archive's layout, that *path* is or lies in.
+
+    A folder writer (``--out``) must never write there: the frozen reference is read-only, and a run
+    folder inside it would make it no longer the original's layout for the verifier.
+
+    Args:
+        path: a folder that is about to be written (need not exist); resolved (symbolic links followed).
+
+    Returns:
+        The first folder from *path* upwards that is a place of :data:`FROZEN_REFERENCE`'s search order
+        (existing or not) or holds every :data:`ORIGINAL_LAYOUT_MARKERS` file; ``None`` when none is.
+    """
+    target = Path(path).resolve()
+    places = {p.resolve() for p, _ in FROZEN_REFERENCE.candidates()}
+    for folder in (target, *target.parents):
+        if folder in places or all((folder / m).is_file() for m in ORIGINAL_LAYOUT_MARKERS):
+            return folder
+    return None
+
+
 FROZEN_ACCURACY = "accuracy.json"
 """The frozen reference's scored accuracy rows (qualify)."""
 

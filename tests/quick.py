@@ -23,6 +23,7 @@ PACKAGES = ("bundle", "verify", "protocol")
 QUICK = (
     # the command line, its refusals and its one-line errors (imports every command module)
     "tests/bundle/test_cli_usage.py",
+    "tests/bundle/test_entry.py",
     "tests/test_quick_subset.py",
     "tests/bundle/test_preflight.py::test_no_cuda_is_one_line_and_writes_nothing",
     "tests/bundle/test_preflight.py::test_gpu_only_phases_on_the_cpu_are_refused_before_anything",

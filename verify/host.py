@@ -96,7 +96,14 @@ def frozen_reference() -> ArchiveFiles:
     """
     root = ORIGINAL_ROOT
     if not root.is_dir() or not is_original_archive(root):
-        what = "no such folder" if not root.exists() else "not the original archive's layout"
+        if root.is_dir():  # there, but changed (e.g. a run folder written into it: manifest.json)
+            raise HostReferenceError(
+                f"the frozen reference archive on this host is not in the original archive's layout ({root}: "
+                "protocol.json and prediction-manifest.json at its top and no manifest.json; "
+                f"{_original_source()}): run archives are compared with it; remove what was written into it (a run's "
+                f"manifest.json, environment.json.gz, phase folders) or restore it from the repository; "
+                f"{_original_hint()}")
+        what = "no such folder" if not root.exists() else "not a folder"
         raise HostReferenceError(
             f"the frozen reference archive is missing on this host ({root}: {what}; {_original_source()}): run "
             f"archives are compared with it; {_original_hint()}")

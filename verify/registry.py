@@ -79,6 +79,17 @@ def run_families() -> tuple[tuple[str, Family], ...]:
     )
 
 
+def not_evaluated_reason(files: ArchiveFiles) -> str:
+    """Why no check family reads an archive that failed integrity, naming its integrity FAILs' checks
+    (``integrity.run_id`` for a renamed folder, ``integrity.sha256`` for a changed file, ...)."""
+    bad = [r for r in files.results if r.status is Status.FAIL]
+    ids = sorted({r.check_id for r in bad})
+    first = bad[0] if bad else None
+    what = (f"{len(bad)} integrity failure{'s' if len(bad) != 1 else ''} ({', '.join(ids)}), first "
+            f"{first.check_id} {first.subject}" if first is not None else "integrity failed")
+    return f"not evaluated: {what}; no record or label is read from an archive that fails integrity"
+
+
 def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], report: VerifyReport,
                on_stage: Callable[[str], None] | None = None) -> None:
     """Run each family; an exception becomes one FAIL line and the rest still run.
@@ -89,12 +100,12 @@ def run_checks(files: ArchiveFiles, families: Sequence[tuple[str, Family]], repo
         report: receives the verdicts.
         on_stage: called with each family's name before it runs (progress display).
     """
+    skipped = "" if files.ok else not_evaluated_reason(files)
     for name, family in families:
         if on_stage is not None:
             on_stage(name)
         if not files.ok:
-            report.extend([unavailable(f"{name}", files.root.name, "not evaluated: integrity failed, no record "
-                                       "or label is read from an archive whose hashes do not match")])
+            report.extend([unavailable(f"{name}", files.root.name, skipped)])
             continue
         try:
             report.extend(family(files))

@@ -18,6 +18,29 @@ PATH_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirect
 """The :class:`OSError` kinds that say what is wrong with a path a user gave (when they name the file)."""
 
 
+_STOPS_REPORTED: list[int] = []
+
+
+def report_stop(line: str, code: int) -> typer.Exit:
+    """Print *line* (why the command stops: Ctrl-C, SIGTERM) on stderr and note that it was said.
+
+    typer turns a Ctrl-C outside a command (while it parses or prints help) into a silent exit status
+    130, which :func:`bundle.cli.main` then reports in one line unless a command already did
+    (:func:`stop_reported`).
+
+    Returns:
+        ``typer.Exit(code)``, to raise.
+    """
+    print(line, file=sys.stderr)
+    _STOPS_REPORTED.append(code)
+    return typer.Exit(code=code)
+
+
+def stop_reported() -> bool:
+    """Whether a command of this process printed its own line for a Ctrl-C or SIGTERM (:func:`report_stop`)."""
+    return bool(_STOPS_REPORTED)
+
+
 def one_line_errors(func: F) -> F:
     """Turn a :class:`BundleError` raised by a command into one stderr line and its exit code.
 
@@ -49,13 +72,11 @@ def one_line_errors(func: F) -> F:
                   file=sys.stderr)
             raise typer.Exit(code=2) from None
         except Terminated:
-            print("rev88: error: stopped by SIGTERM: running jobs were stopped (processes and containers killed, "
-                  "Slurm jobs cancelled); a phase's staged records stay, so the same command resumes it",
-                  file=sys.stderr)
-            raise typer.Exit(code=143) from None
+            raise report_stop("rev88: error: stopped by SIGTERM: running jobs were stopped (processes and containers "
+                              "killed, Slurm jobs cancelled); a phase's staged records stay, so the same command "
+                              "resumes it", 143) from None
         except KeyboardInterrupt:
-            print("rev88: interrupted (Ctrl-C)", file=sys.stderr)
-            raise typer.Exit(code=130) from None
+            raise report_stop("rev88: interrupted (Ctrl-C)", 130) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -114,17 +135,18 @@ def checked_engine(phase: str, *, engine: str, device: str, out: Path, command: 
 
     Raises:
         BundleError: unknown engine or device, a GPU-only phase on the CPU, the frozen reference
-            missing for a phase that compares with it, or a missing precondition (one line; nothing
-            written).
+            missing for a phase that compares with it, *out* in the frozen reference, or a missing
+            precondition (one line; nothing written).
     """
     from bundle import preflight  # noqa: PLC0415
     from bundle.commands.compare import make_engine  # noqa: PLC0415
 
+    preflight.refuse_reference_out(out, command=command)
     preflight.needs_for([phase], device)
     preflight.require_frozen_reference(preflight.frozen_members([phase], compare_draw=draw))
     job_engine = make_engine(engine)
     if getattr(job_engine, "kind", "native") == "docker":
-        with preflight.run_folder(Path(out)) as run_dir:
+        with preflight.run_folder(Path(out), command=command) as run_dir:
             preflight.require([phase], device=device, command=command, engine=job_engine, run_dir=run_dir.resolve(),
                               ncu=ncu)
     else:

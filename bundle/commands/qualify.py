@@ -43,6 +43,7 @@ def register(app: typer.Typer) -> None:
         from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.qualify import InProcessRunner, parse_draws, run_qualification  # noqa: PLC0415
 
+        preflight.refuse_reference_out(out, command="rev88 qualify")
         selected = parse_draws(draws)
         require_module("torch", "rev88 qualify", "run `make qualify` (it installs torch) or .venv/bin/pip install torch==2.13.0 -e '.[learner]'")
         preflight.require(["qualify"], device=device, command=f"rev88 qualify --device {device}")

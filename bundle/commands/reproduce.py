@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from bundle.commands import one_line_errors
+from bundle.commands import one_line_errors, report_stop
 
 
 def register(app: typer.Typer) -> None:
@@ -97,9 +96,14 @@ def register(app: typer.Typer) -> None:
                             job_engine.kind, "its running jobs were killed")
                 recorded = (f"the invocation is recorded in {run_dir / 'environment.json.gz'}"
                             if getattr(exc, "invocation_recorded", False) else "nothing was recorded")
-                print(f"rev88: error: reproduce {'stopped by SIGTERM' if terminated else 'interrupted (Ctrl-C)'}: "
-                      f"{jobs}; {recorded}; run the same command to resume", file=sys.stderr)
-                raise typer.Exit(code=143 if terminated else 130) from None
+                raise report_stop(f"rev88: error: reproduce {'stopped by SIGTERM' if terminated else 'interrupted (Ctrl-C)'}: "
+                                  f"{jobs}; {recorded}; run the same command to resume",
+                                  143 if terminated else 130) from None
+        if result.get("nothing_to_do"):
+            names = [row["phase"] for row in result["phases"]]
+            print(f"nothing to do: {', '.join(names)} already complete in {run_dir} (nothing was run or written; "
+                  f"--force reruns {'it' if len(names) == 1 else 'them'})")
+            return
         rows = [(row["phase"], row["status"], f"{row['duration_s']:,.1f}") for row in result["phases"]]
         rows.append(("total (phases)", f"{len([r for r in result['phases'] if r['status'] == 'ran'])} phase(s) ran",
                      f"{result['total_s']:,.1f}"))

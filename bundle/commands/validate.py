@@ -10,6 +10,16 @@ import typer
 from bundle.commands import checked_engine, one_line_errors, require_module
 
 
+def replay_label(numerical: dict) -> str:
+    """What the record's replay check ran as, from its ``device`` and ``captured_graphs``:
+    ``"CUDA graph replay"`` on the protocol path, ``"CPU replay (no CUDA graphs)"`` for a CPU diagnostic
+    (the same comparisons against independent eager autograd, without graph capture)."""
+    if numerical.get("captured_graphs"):
+        return "CUDA graph replay"
+    device = str(numerical.get("device") or "cpu")
+    return f"{'CPU' if device == 'cpu' else device} replay (no CUDA graphs)"
+
+
 def register(app: typer.Typer) -> None:
     """Register ``rev88 validate`` on *app*."""
 
@@ -40,8 +50,9 @@ def register(app: typer.Typer) -> None:
         smoke = record["api_cli_smoke"]
         yes = {True: "yes", False: "NO"}
         rows = [
-            ("CUDA replay checks", f"{numerical.get('checks', '-')}, max abs err {numerical.get('maximum_abs_error', '-')}"),
-            ("CUDA replay passed", yes.get(numerical.get("passed"), "not run (cpu)")),
+            (f"{replay_label(numerical)} checks",
+             f"{numerical.get('checks', '-')}, max abs err {numerical.get('maximum_abs_error', '-')}"),
+            (f"{replay_label(numerical)} passed", yes.get(numerical.get("passed"), "not run")),
             ("CPU reconstruction self-test", yes[bool(record["cpu_reconstruction_selftest"]["passed"])]),
             ("API = CLI outputs", yes[bool(smoke["predictions_equal"] and smoke["scores_equal"]
                                            and smoke["final_parameters_equal"] and smoke["final_velocity_equal"])]),

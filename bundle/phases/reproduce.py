@@ -287,10 +287,12 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
 
     Returns:
         ``{"run_dir", "engine", "image_reference", "probe", "phases": [{"phase", "status",
-        "duration_s"}], "verify_exit_code", "verdict"}``.
+        "duration_s"}], "verify_exit_code", "verdict"}``; ``{"run_dir", "nothing_to_do": True, "phases"}``
+        when every selected phase is already complete and *force* is false (no probe, no phase, no
+        verifier, nothing written: an invocation that runs no phase is not recorded).
 
     Raises:
-        BundleError: the engine cannot run jobs or a precondition is missing (nothing is
+        BundleError: *run_dir* is (in) the frozen reference, the engine cannot run jobs or a precondition is missing (nothing is
             written; a run folder created for the probe is removed again), or a phase fails
             (completed phases are kept).
         KeyboardInterrupt: Ctrl-C, or :class:`Terminated` on SIGTERM; the invocation is recorded
@@ -299,17 +301,21 @@ def run_reproduce(run_dir: str | os.PathLike[str], *, engine: Engine, phases: Se
     """
     from bundle import preflight  # noqa: PLC0415
 
+    preflight.refuse_reference_out(run_dir, command="rev88 reproduce")
     run_dir = Path(run_dir).resolve()
     phases = parse_phases(phases)
     preflight.needs_for(phases, device)  # a GPU-only phase with --device cpu: refused before the folder exists
     run = archive.RunArchive(run_dir)
     to_run = [p for p in phases if force or not run.is_complete(p)]
+    if not to_run:  # every selected phase is already complete: nothing runs, nothing is written or recorded
+        return {"run_dir": str(run_dir), "nothing_to_do": True, "phases": [
+            {"phase": p, "status": "skipped (already complete)", "duration_s": 0.0} for p in phases]}
     # validate, compare and qualify compare with the frozen reference: refused here, before the folder exists
     preflight.require_frozen_reference(preflight.frozen_members(to_run))
     boards = resolve_boards(gpus, engine=engine, device=device)
     invocation_start, invocation_started_at = time.perf_counter(), archive.utc_now()
     with sigterm_interrupts():  # a timeout or scheduler stop ends like Ctrl-C: jobs killed, invocation recorded
-        with preflight.run_folder(run_dir):
+        with preflight.run_folder(run_dir, command="rev88 reproduce"):
             probed = probe(engine, run_dir=run_dir, phases=to_run, device=device)
         done: list[dict[str, Any]] = []
 

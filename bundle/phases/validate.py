@@ -18,6 +18,7 @@ It writes ``validate/validation.json.gz`` (keys in docs/evidence-format.md).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -73,11 +74,23 @@ def _hashes_equal(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:
 
 def _expect_refusal(engine: Engine, spec: JobSpec, needle: str, on_line: Callable[[str], None] | None,
                     path: Path) -> dict[str, Any]:
-    result = engine.run(spec, on_line=on_line)
+    """Run a job that must refuse; *on_line* gets one line for an expected refusal (the line naming
+    *needle*, not the job's whole output: a self-test's traceback is no error of this run), or every
+    output line when the job did not refuse as expected."""
+    result = engine.run(spec)
     record = {"job": spec.name, "exit_code": result.exit_code, "expected_message": needle,
               "message_found": needle in result.stderr,
               "rejected": result.exit_code != 0 and needle in result.stderr,
               "stderr_tail": result.stderr[-2000:]}
+    if on_line is not None:
+        if record["rejected"]:
+            said = next((line.strip() for line in result.stderr.splitlines() if needle in line), needle)
+            said = re.sub(r"^[\w.]*(Error|Exception): ", "", said)  # the message, not the exception's class
+            on_line(f"{spec.name}: refused as expected (exit {result.exit_code}): {said}")
+        else:
+            for line in (result.stdout + result.stderr).splitlines():
+                on_line(line)
+            on_line(f"{spec.name}: NOT refused as expected (exit {result.exit_code}; wanted {needle!r})")
     archive.write_json_gz(path, record)
     return record
 
@@ -93,7 +106,8 @@ def run_validate(run_dir: Path, *, engine: Engine, force: bool = False, device: 
         force: replace an already completed ``validate`` phase.
         device: ``cuda`` (protocol) or ``cpu`` (diagnostic: the replay check runs eagerly; late
             CUDA initialisation is simulated).
-        on_line: receives every job output line.
+        on_line: receives every output line of the jobs that must succeed, and one line for each
+            expected refusal (all its lines when it did not refuse as expected).
         on_job: called with each job name before it starts.
         concurrent: run jobs 1, 3 and 4 (which record no timing or memory figure) at the same
             time, then job 2 alone; ``False``: all four one after another (before 2026-12-01).

@@ -193,10 +193,21 @@ def test_fetch_from_a_file_mirror_and_refuse_altered_or_unreachable(tmp_path):
     (bad / "t10k-labels-idx1-ubyte.gz").write_bytes(b"not the file")
     with pytest.raises(BundleError, match="gave sha256"):
         data.fetch_raw_files(tmp_path / "d2", (bad.as_uri() + "/",), keys=["t10k_labels"])
-    assert not list((tmp_path / "d2").iterdir())  # no partial file left behind
+    assert not (tmp_path / "d2").exists()  # no partial file, and not the folder made for it, left behind
     line = _one_line_error(runner.invoke(app, ["data", "fetch", "--dest", str(tmp_path / "d3"),
                                                "--mirror", "http://127.0.0.1:9/"]))
     assert "could not download" in line
+
+
+def test_a_failed_fetch_leaves_no_folder_it_made_and_keeps_those_that_were_there(tmp_path):
+    offline = ["--mirror", "http://127.0.0.1:9/"]
+    nested = tmp_path / "x" / "mn" / "a"
+    assert runner.invoke(app, ["data", "fetch", "--dest", str(nested), *offline]).exit_code == 2
+    assert list(tmp_path.iterdir()) == []
+    existing = tmp_path / "there"
+    existing.mkdir()
+    assert runner.invoke(app, ["data", "fetch", "--dest", str(existing / "new"), *offline]).exit_code == 2
+    assert existing.is_dir() and list(existing.iterdir()) == []
 
 
 def test_torch_free_modules_do_not_import_torch():

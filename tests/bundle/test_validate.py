@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from typer.testing import CliRunner
 
 from bundle import archive
+from bundle.cli import app
+from bundle.commands.validate import replay_label
 from bundle.data import array_sha256
 from bundle.jobs import SubprocessEngine
 from bundle.phases import validate
-from tests.conftest import ORIGINAL_ARCHIVE
+from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
 
 ORIGINAL = json.loads((ORIGINAL_ARCHIVE / "cache-audit" / "cuda-validation.json").read_text())
 
@@ -54,3 +57,21 @@ def test_gpu_validate(tmp_path):
     assert numerical["maximum_abs_error"] <= 2e-5
     assert record["api_cli_smoke"]["late_cuda_initialization_rejected"] is True
     assert record["workspace"] == ":16:8"
+
+
+def test_the_replay_row_names_what_ran() -> None:
+    recorded = archive.read_json_gz(REPO_ROOT / "evidence" / "h200-20261202" / "validate" / "validation.json.gz")
+    assert replay_label(recorded["numerical_validation"]) == "CUDA graph replay"
+    assert replay_label({"device": "cpu", "captured_graphs": False}) == "CPU replay (no CUDA graphs)"
+
+
+@pytest.mark.slow
+def test_cpu_validate_command_names_the_cpu_replay_and_prints_no_traceback(tmp_path):
+    res = CliRunner().invoke(app, ["validate", "--device", "cpu", "--out", str(tmp_path / "v1")])
+    assert res.exit_code == 0, res.output
+    out = res.stdout + res.stderr
+    assert "CPU replay (no CUDA graphs) checks" in out and "CUDA replay" not in out, out
+    assert "Traceback" not in out and "BundleError" not in out, out
+    refused = [line for line in res.stderr.splitlines() if "refused as expected" in line]
+    assert len(refused) == 2, res.stderr
+    assert res.stdout.rstrip().endswith("runtime validation passed")

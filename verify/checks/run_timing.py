@@ -24,6 +24,9 @@ Durations (``environment.json.gz`` → ``reproduce_invocations``, written since 
   (written by ``bundle.archive.RunArchive.phase``: the staged JSON records it kept byte for
   byte); :func:`check_resumed_lists` checks its form and that each listed run is a record of the
   phase.
+* every phase folder of the archive was run by a recorded invocation, or by the phase's own
+  command (``rev88 compare --out RUN``; its ``executions`` entry lists the phase, no invocation
+  does): a phase that neither lists FAILs (``reproduce.timing.phases_ran``).
 
 Placement (fixture records' ``placement``, since 2026-12-01): a job given a board ran on it
 (``board_uuid == given_board_uuid`` on CUDA), the given board is one the invocations list, and
@@ -158,9 +161,14 @@ def check_reproduce_timing(f: ArchiveFiles) -> list[CheckResult]:
             return v
         out += guarded("reproduce.timing.error", where, one)
     present = sorted({rel.split("/")[0] for rel in f.content if "/" in rel and rel.split("/")[0] in PHASE_ORDER})
-    missing = [p for p in present if p not in last_run]
+    # A phase command run on its own (`rev88 compare --out RUN`) records its execution but no invocation;
+    # a phase that neither an invocation ran nor an execution lists came from nowhere the archive records.
+    executed = {str(ph) for e in (env.get("executions") or []) if isinstance(e, dict)
+                for ph in (e.get("phases") or []) if isinstance(e.get("phases"), list)}
+    missing = [p for p in present if p not in last_run and p not in executed]
     out.append(check_true("reproduce.timing.phases_ran", rel, not missing,
-                          f"phase(s) {missing} are in the archive but no recorded invocation ran them",
+                          f"phase(s) {missing} are in the archive but neither a recorded invocation ran them nor "
+                          "an execution of the phase's own command lists them",
                           recorded=sorted(last_run), recomputed=present))
     for name, (i, ps, pf) in sorted(last_run.items()):
         if not any(rel_.startswith(f"{name}/") for rel_ in f.content):
