@@ -28,7 +28,7 @@
 # Put a complete PEM bundle there (e.g. the host's /etc/ssl/certs/ca-certificates.crt) when a
 # TLS-intercepting proxy sits between the build and the package index.
 #
-# MNIST: the four official .gz files (data/mnist, 11 MB, sha256-pinned in bundle/data.py) are
+# MNIST: the four official .gz files (data/mnist, 11 MB, sha256-pinned in protocol/data.py) are
 # copied into the images at /opt/rev88/data/mnist (REV88_RAW_DIR), and the frozen reference (the
 # original study's JSON evidence, <1 MB) at /opt/rev88/evidence/rev88-original (REV88_ORIGINAL_DIR).
 # Run archives are NOT in the images: they are mounted (read-only for verify).

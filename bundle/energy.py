@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 COUNTER_UPDATE_INTERVAL_S = 0.1
 """Update period of ``nvmlDeviceGetTotalEnergyConsumption`` measured on the H200 (~100 ms)."""

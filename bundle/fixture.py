@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 #: ``time.perf_counter()`` when this module was imported (the start of the fixture's own timeline).
 _IMPORTED_AT = time.perf_counter()

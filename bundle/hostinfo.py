@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from protocol.hostrefs import GPU_LOCK_FILE
 
 # The pinned image of the reproduction (spec 8.3): torch 2.5.1+cu124, Python 3.11, numpy 2.2.6.

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 # --- metric names: the one place they are spelled (spec 6.1) --------------------------------
 DRAM_READ = "dram__bytes_read.sum"

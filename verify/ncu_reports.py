@@ -75,7 +75,7 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
         ``{"status": "error", "reason"}`` (changed bytes, bad gzip, unreadable report).
     """
     from bundle import profile  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
     from verify import safeio  # noqa: PLC0415
 
     t0 = time.perf_counter()

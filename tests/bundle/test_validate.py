@@ -7,9 +7,9 @@ import json
 import pytest
 
 from bundle import archive
-from bundle.data import array_sha256
 from bundle.jobs import SubprocessEngine
 from bundle.phases import validate
+from protocol.data import array_sha256
 from tests.conftest import ORIGINAL_ARCHIVE
 
 ORIGINAL = json.loads((ORIGINAL_ARCHIVE / "cache-audit" / "cuda-validation.json").read_text())

@@ -182,7 +182,7 @@ def check_original_report(f: ArchiveFiles, rel: str, entry: dict, *, subject: st
     if not f.has(rel):
         return profile.check_ncu_report(subject, False, recorded)
     from bundle import profile as counters  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
 
     module, reason = counters.import_ncu_report()
     if module is None:

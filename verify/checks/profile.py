@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 
 from bundle import profile as counters
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from verify.records import RecordError, get, get_dict, get_str
 from verify.result import CheckResult, check_close, check_equal, check_true, unavailable

@@ -118,7 +118,7 @@ def check_learners(f: ArchiveFiles) -> list[CheckResult]:
     each trial's learner: the record's ``learner`` block names the arm's learner (absent for
     ``rev88``), the arm's recorded block equals its records', and every ``rev88-fused`` record of the
     archive carries one 64-hex ``kernel_source_sha256`` and one Triton version."""
-    from bundle.phases.energy import LEARNER_ARMS, LEARNERS_BASELINE, arm_label  # noqa: PLC0415  (no torch)
+    from protocol.energy_design import LEARNER_ARMS, LEARNERS_BASELINE, arm_label  # noqa: PLC0415
 
     summary = json_record(f, LEARNERS)
     if summary is None:
@@ -628,7 +628,7 @@ def _check_design(f: ArchiveFiles, rel: str, summary: dict, what: str, expected:
             values.setdefault(arm, {key: [] for key in en.PER_TASK_KEYS})[k].append(fig[k])
     if "executed_order" in summary or "next_trial_prestarted" in settings:
         # since 2026-12-01: the order the trials ran in, from their completion stamps; a deviation is declared
-        from bundle.phases.energy import ORDER_DEVIATION, executed_order  # noqa: PLC0415
+        from protocol.energy_design import ORDER_DEVIATION, executed_order  # noqa: PLC0415
 
         stamps = [(json_record(f, f"energy/{get_str(t, 'record', rel)}") or {}).get("completed_at_utc", "")
                   for t in trials]

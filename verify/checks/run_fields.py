@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from bundle import data
 from bundle import profile as counters
-from bundle.phases.energy import DEFAULT_LEARNER, learner_of
+from protocol import data
+from protocol.energy_design import DEFAULT_LEARNER, learner_of
 from verify.checks import fields, run, run_consistency
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER
 from verify.checks.original_fields import check_replay_validation, power_plausibility, split_batches
@@ -377,7 +377,7 @@ def check_smoke_record(f: ArchiveFiles) -> list[CheckResult]:
     config file and its inputs (the synthetic smoke data rebuilt)."""
     if not f.has(CLI):
         return []
-    from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+    from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
     from verify.checks import memory  # noqa: PLC0415
 
     rec = f.json(CLI)
@@ -590,7 +590,7 @@ def check_comparison_fields(f: ArchiveFiles) -> list[CheckResult]:
 
 
 def _roles() -> dict[str, str]:
-    from bundle.phases.compare import WORKSPACES  # noqa: PLC0415 - torch-free at import
+    from protocol.workspaces import WORKSPACES  # noqa: PLC0415
 
     return dict(WORKSPACES)
 
@@ -620,7 +620,7 @@ def check_energy_fields(f: ArchiveFiles) -> list[CheckResult]:
             if get_str(settings, "mode", rel) == "original" and f.has(cfg_rel):
                 out.append(check_equal("energy.original.energy_config", cfg_rel, f.json(cfg_rel), {},
                                        what="the original-protocol job's --energy-config (the protocol's defaults)"))
-    from bundle.phases.energy import LEARNERS_BASELINE  # noqa: PLC0415  (no torch)
+    from protocol.energy_design import LEARNERS_BASELINE  # noqa: PLC0415
     from verify.checks.run_energy import LEARNERS, trial_summaries  # noqa: PLC0415
 
     for w in trial_summaries(f):
@@ -767,7 +767,7 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     evening) must name it, and the ``gpu_lock`` sentence must be the writer's sentence for it
     (``bundle.phases.profile.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
     """
-    from bundle.phases.profile import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415 - torch-free at import
+    from protocol.profile_texts import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415
 
     placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
     scopes = {lock_scope_of(rec.get("fixture") or {}) or "no lock record" for _, rec in runs}
@@ -784,7 +784,7 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
 
 
 def _version_note(version: Any) -> str:
-    from bundle.phases.profile import VERSION_NOTE  # noqa: PLC0415 - torch-free at import
+    from protocol.profile_texts import VERSION_NOTE  # noqa: PLC0415
 
     return VERSION_NOTE.format(pinned=counters.PINNED_NCU_VERSION, found=version or "an unknown version")
 
@@ -891,7 +891,7 @@ def _check_refused_npz(f: ArchiveFiles) -> list[CheckResult]:
     rel = "validate/smoke/with-test-labels.npz"
     if not f.has(rel):
         return []
-    from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+    from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
     try:
         with np.load(io.BytesIO(f.read(rel)), allow_pickle=False) as z:
@@ -919,13 +919,13 @@ def check_environment_fields(f: ArchiveFiles) -> list[CheckResult]:
             out.append(check_equal("consistency.environment.host_python", f"{rel} executions.{i}",
                                    get_str(ex, "host_python", w), get_str(sw, "python", w),
                                    what="a native run's host Python is the jobs' Python"))
-    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415
+    from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: PLC0415
 
     for i, d in enumerate(env.get("dropped_files") or []):
         w = f"{rel}: dropped_files.{i}"
         path = get_str(d, "path", w)
         if path.startswith("validate/"):
-            from bundle.phases.validate import smoke_inputs  # noqa: PLC0415
+            from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
             blob = npz_bytes({k: v for k, v in smoke_inputs().items() if k in INPUT_KEYS})
         else:

@@ -16,7 +16,7 @@ import hashlib
 from typing import Any
 
 from bundle import profile as counters
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from verify.checks import profile, run_profile_text
 from verify.checks.run_common import compare_fields, json_record
 from verify.integrity import ArchiveFiles

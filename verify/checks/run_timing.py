@@ -41,7 +41,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bundle.archive import RESUMED_NAME, RESUMED_SCOPE, SCHEMA_VERSION
+from protocol.archive_format import RESUMED_NAME, RESUMED_SCOPE, SCHEMA_VERSION
 from verify.checks.run_common import json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get_dict, get_list
