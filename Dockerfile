@@ -1,6 +1,6 @@
 # rev88-bundle images. Three final targets:
 #
-#   verify    offline verifier (numpy, typer, rich; no torch, no GPU), ENTRYPOINT rev88 verify
+#   verify    offline verifier (numpy, mpmath, typer, rich; no torch, no GPU), ENTRYPOINT rev88 verify
 #   gpu       the measuring side: Debian 12, Python 3.11 (Debian's), torch 2.5.1 with its CUDA 12.4
 #             runtime wheels, numpy 2.2.6, nvidia-ml-py 12.560.30, NVIDIA's ncu_report reader,
 #             Nsight Compute (default 2024.1.1 from Debian's non-free archive), the bundle package

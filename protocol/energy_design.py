@@ -13,6 +13,17 @@ from typing import Any
 
 from protocol.workspaces import workspace_stem
 
+ORIGINAL_TRIALS = 3
+"""Trials of the original protocol (``docs/protocol.md`` §5)."""
+ORIGINAL_TARGET_MS = 5000.0
+"""Active-window target of the original protocol (ms): repeats = max(1, min(1000, ceil(5000 / calibration_ms)))."""
+ORIGINAL_SETTLE_S = 3.0
+"""Settle time before each idle window of the original protocol (s)."""
+ORIGINAL_IDLE_S = 3.0
+"""Idle window length of the original protocol (s)."""
+PER_TASK_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task", "wall_ms_per_task")
+"""The per-task figures of a trial, in record order."""
+
 LEARNER_ARMS = (("rev88", ":16:8"), ("rev88", ":0:0"), ("rev88-fused", ":16:8"))
 """The arms of the ``learners`` design, in design order: (learner, workspace); the first is the baseline."""
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bundle.energy import t_quantile_975
 from protocol.atomic_write import atomic_write_bytes
 from protocol.errors import BundleError
 from verify import report_plots as plots
+from verify.arith.energy import t_quantile_975
 from verify.checks.run_energy import LEGACY_LAYOUTS
 from verify.registry import verify_archive
 from verify.render import unavailable_groups

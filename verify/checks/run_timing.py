@@ -363,7 +363,7 @@ def _check_gpu_lock(rel: str, rec: dict, pl: dict) -> list[CheckResult]:
 
 def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
     """Overlaps recomputed per qualification invocation; spans inside the phase; jobs at once <= jobs."""
-    from bundle.phases.qualify import overlaps  # noqa: PLC0415  (the writer's pure rule; no torch)
+    from verify.arith.timing import overlaps  # noqa: PLC0415
 
     groups: dict[Any, dict[int, tuple[str, dict]]] = {}
     for rel in sorted(f.content):
