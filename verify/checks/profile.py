@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from bundle import profile as counters
+from protocol import ncu as counters
 from protocol.errors import BundleError
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from verify.records import RecordError, get, get_dict, get_str

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from bundle import hostinfo
 from protocol import data
+from protocol import host_records as hostinfo
 from verify.checks import draws, run, run_host
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, check_config
 from verify.checks.run_common import compare_fields, json_record

@@ -38,9 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from bundle import profile as counters
 from protocol import data
+from protocol import ncu as counters
 from protocol.energy_design import DEFAULT_LEARNER, learner_of
+from protocol.fixture_texts import INVENTORY_SCOPE, MEMORY_SCOPE
 from verify.checks import fields, run, run_consistency
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER
 from verify.checks.original_fields import check_replay_validation, power_plausibility, split_batches
@@ -338,7 +339,7 @@ def check_fixture_fields(f: ArchiveFiles) -> list[CheckResult]:
                               "environment_was_set_externally": True, "same_process_reference_hashes_matched":
                                   list(STATE_KEYS), "predictions_file": want_pred,
                               "cache_reference": [l2, f"{l2 >> 20} MiB"],
-                              "memory_scope": _writer_text("MEMORY_SCOPE"), "inventory_scope": _writer_text("INVENTORY_SCOPE"),
+                              "memory_scope": MEMORY_SCOPE, "inventory_scope": INVENTORY_SCOPE,
                               "energy": "present" if rel.startswith("energy/") else None, "test_labels_read": False},
                              what="schema, mode and scope of the phase, workspace set before start, all eight hashes "
                                   "matched in-process, its prediction file, L2 reference = the board's L2, scope texts")]
@@ -435,12 +436,6 @@ def check_execution_hosts(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def _writer_text(name: str) -> str:
-    from bundle import fixture  # noqa: PLC0415 - imports no torch at module level
-
-    return getattr(fixture, name)
-
-
 def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
     """Draw records: the fresh-process block, top-level copies of the metadata hashes, the frozen comparison."""
     out: list[CheckResult] = []
@@ -499,7 +494,7 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                           get(fx, "memory.allocated_after_invoke_bytes", int, rel) - named,
                                       "cache_reference": [get(fx, "hardware.l2_cache_bytes", int, rel),
                                                           f"{get(fx, 'hardware.l2_cache_bytes', int, rel) >> 20} MiB"],
-                                      "memory_scope": _writer_text("MEMORY_SCOPE")},
+                                      "memory_scope": MEMORY_SCOPE},
                                      what="fresh-process block: one fixture process per draw (its allocator started "
                                           "empty), its prediction file the stored one, named storage as the frozen "
                                           "inventory"))
@@ -817,7 +812,7 @@ def _runtime_cross_check(rec: Mapping[str, Any], csv: counters.CounterRows, rel:
             csv_value = counters.scale_value(name, raw, unit or next(iter(counters.METRIC_UNITS[name])))
             exact = isinstance(rv, int) or name in counters.INTEGER_METRICS
             tol = 0.0 if exact else max(counters.REPORT_REL_TOL * abs(float(rv)),
-                                        counters._printed_resolution(raw) * counters.METRIC_UNITS[name].get(unit, 1.0))
+                                        counters.printed_resolution(raw) * counters.METRIC_UNITS[name].get(unit, 1.0))
             ok = (m.get("csv_value") == csv_value and isinstance(rv, int | float)
                   and abs(float(rv) - csv_value) <= tol and m.get("tolerance") == tol)
         if not ok:

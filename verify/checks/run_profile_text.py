@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bundle import profile as counters
+from protocol import ncu as counters
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_str
 from verify.result import CheckResult, check_equal, failed
