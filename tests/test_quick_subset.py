@@ -37,7 +37,7 @@ def test_the_module_check_names_what_no_quick_test_imported() -> None:
     modules = project_modules()
     assert {"bundle", "bundle.cli", "bundle.commands.verify", "bundle.phases.reproduce", "verify.checks.run",
             "verify.render"} <= set(modules)
-    assert len(modules) == len(set(modules)) == sum(1 for p in ("bundle", "verify")
+    assert len(modules) == len(set(modules)) == sum(1 for p in ("bundle", "verify", "protocol")
                                                    for _ in (REPO_ROOT / p).rglob("*.py"))
     assert missing_modules(modules) == []
     assert missing_modules([m for m in modules if m != "verify.render"]) == ["verify.render"]
