@@ -62,6 +62,7 @@ QUICK = (
     "tests/verify/test_original.py",
     "tests/verify/test_verify_totals.py",
     "tests/verify/test_differential.py",
+    "tests/verify/test_arith.py",
     "tests/test_import_layers.py",
     "tests/verify/test_interrupt.py",
     "tests/verify/test_regressions.py::test_verify_in_a_pipe_is_compact_and_json_unchanged",

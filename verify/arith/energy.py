@@ -166,9 +166,12 @@ def fieller_ratio(numerator: Sequence[float], denominator: Sequence[float], *, t
     out: dict[str, Any] = {"ratio": a / b, "ci95_low": None, "ci95_high": None, "bounded": bool(g < 1), "g": g,
                            "df": df, "t_quantile": q, "method": "Fieller, independent samples, Welch-Satterthwaite df"}
     if g < 1:
-        # (a - R b)^2 = t^2 (va + R^2 vb)  <=>  (b^2 - t^2 vb) R^2 - 2 a b R + (a^2 - t^2 va) = 0
-        roots = np.roots([b * b - q * q * vb, -2.0 * a * b, a * a - q * q * va])
-        lo, hi = sorted(float(np.real(x)) for x in roots)
+        # (a - R b)^2 = t^2 (va + R^2 vb)  <=>  A R^2 + B R + C = 0 with A = b^2 - t^2 vb > 0 (g < 1),
+        # B = -2 a b, C = a^2 - t^2 va; roots in the form without cancellation: w = -(B + sign(B) sqrt(D)) / 2,
+        # R = w / A and R = C / w (D >= 0 when g < 1; clipped at 0 against rounding).
+        qa, qb, qc = b * b - q * q * vb, -2.0 * a * b, a * a - q * q * va
+        w = -(qb + math.copysign(math.sqrt(max(qb * qb - 4.0 * qa * qc, 0.0)), qb)) / 2.0
+        lo, hi = sorted((w / qa, qc / w if w else w / qa))
         out["ci95_low"], out["ci95_high"] = lo, hi
     return out
 
