@@ -2,7 +2,7 @@
 
 The ``learners`` design runs three arms, (learner, workspace) pairs, in a rotating order; each
 trial's record file has a stem built from its round, learner and workspace. These are the
-protocol's facts (``docs/protocol.md``, "Energy"), defined once for ``bundle.phases.energy``
+protocol's facts (``docs/protocol.md`` §5), defined once for ``bundle.phases.energy``
 (which runs the design) and ``verify`` (which checks the records against it).
 """
 

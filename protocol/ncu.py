@@ -234,7 +234,7 @@ def scale_value(name: str, raw_value: str, raw_unit: str) -> float:
     """
     units = METRIC_UNITS.get(name)
     if units is None:
-        raise BundleError(f"no unit table for ncu metric {name}: add it to bundle.profile.METRIC_UNITS")
+        raise BundleError(f"no unit table for ncu metric {name}: add it to protocol.ncu.METRIC_UNITS")
     if raw_unit not in units:
         kind = "scaled" if raw_unit in SCALED_UNITS else "unknown"
         raise BundleError(

@@ -19,7 +19,7 @@ A run archive must also be in the one byte form its writer (:mod:`bundle.archive
 produces: every ``.gz`` member one canonical gzip member (:data:`protocol.archive_format.GZIP_HEADER`,
 nothing after the trailer); every JSON record (``.json``, ``.json.gz``) and
 ``manifest.json`` itself canonical JSON (re-serialising the parsed value with
-:func:`bundle.archive.dumps_canonical` gives the same bytes), without a repeated key and at
+:func:`protocol.archive_format.dumps_canonical` gives the same bytes), without a repeated key and at
 most :data:`verify.records.MAX_JSON_DEPTH` levels deep; ``manifest.json``'s ``run_id`` equal
 to the folder's name and to ``environment.json.gz``'s ``run_id``.
 

@@ -393,7 +393,7 @@ def _memory(ctx: _Context, lines: list[str]) -> str | None:
 
 
 def _a100_interval(mean: float | None, sd: float | None, n: int = A100_TRIALS) -> tuple[float, float] | None:
-    """95 % t interval of a mean from its verified mean and SD over n trials (as bundle.energy.summarise)."""
+    """95 % t interval of a mean from its verified mean and SD over n trials (as verify.arith.energy.summary)."""
     if mean is None or sd is None:
         return None
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)

@@ -46,7 +46,7 @@ SELFTEST_BOUND = 1e-5
 
 
 def learner_name(record: Mapping[str, Any]) -> str:
-    """The learner a record or metadata block names: the writer's ``bundle.phases.energy.learner_of``."""
+    """The learner a record or metadata block names: ``protocol.energy_design.learner_of``."""
     from protocol.energy_design import learner_of  # noqa: PLC0415
 
     return learner_of(record)

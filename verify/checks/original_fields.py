@@ -129,7 +129,7 @@ def check_metadata(f: ArchiveFiles) -> list[CheckResult]:
     out.append(check_equal("original.cuda_validation.smoke_inputs", CUDA_VALIDATION,
                            get_dict(cv_md, "input_hashes", CUDA_VALIDATION),
                            {k: data.array_sha256(smoke[k]) for k in ("train_images", "train_labels", "test_images")},
-                           what="smoke input hashes vs the synthetic smoke data rebuilt (bundle.phases.validate)"))
+                           what="smoke input hashes vs the synthetic smoke data rebuilt (protocol.fixture_inputs)"))
     energy_sw = [("results/draw-00.json", get_dict(f.json("results/draw-00.json"), "energy.software", "draw-00"))]
     energy_sw += [(rel, get_dict(rec, "result.energy.software", rel)) for n, (rel, rec) in _records(f).items()
                   if n in WORKSPACES]

@@ -725,7 +725,7 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
                                 "metrics": list(counters.NCU_METRICS), "profile_flags": list(counters.NCU_PROFILE_FLAGS),
                                 "ncu_version_note": _version_note(caps.get("ncu_version")),
                                 "stdout.path": "metric-query.stdout.txt.gz", "stderr.path": "metric-query.stderr.txt.gz"},
-                               what="metric query command, metrics and flags vs bundle.profile"))
+                               what="metric query command, metrics and flags vs protocol.ncu"))
         from verify.checks.run_profile import check_files_map  # noqa: PLC0415
 
         out += check_files_map(f, w, {"files": get_dict(query, "files", w)}, w)
@@ -760,7 +760,7 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     The runs' scope is each fixture's ``placement.gpu_lock.scope`` (``process`` when the record has a
     lock without a scope, as before scopes existed). ``gpu_lock_scope`` (absent before 2026-12-01
     evening) must name it, and the ``gpu_lock`` sentence must be the writer's sentence for it
-    (``bundle.phases.profile.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
+    (``protocol.profile_texts.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
     """
     from protocol.profile_texts import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415
 
@@ -774,7 +774,7 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     if "gpu_lock" in placement:
         out.append(check_equal("profile.summary.gpu_lock_text", w, placement.get("gpu_lock"),
                                GPU_LOCK_TEXT.get(one, f"the sentence of a known scope ({', '.join(GPU_LOCK_TEXT)})"),
-                               what="the lock sentence of the runs' scope (bundle.phases.profile.GPU_LOCK_TEXT)"))
+                               what="the lock sentence of the runs' scope (protocol.profile_texts.GPU_LOCK_TEXT)"))
     return out
 
 
@@ -897,7 +897,7 @@ def _check_refused_npz(f: ArchiveFiles) -> list[CheckResult]:
     same = list(got) == list(want) and all(got[k].dtype == want[k].dtype and got[k].shape == want[k].shape
                                            and np.array_equal(got[k], want[k]) for k in want)
     return [check_true("validate.refused_npz", rel, same, "the refused archive is not the smoke inputs plus a zero "
-                       "test_labels array (bundle.phases.validate)", recomputed=sorted(want))]
+                       "test_labels array (protocol.fixture_inputs)", recomputed=sorted(want))]
 
 
 def check_environment_fields(f: ArchiveFiles) -> list[CheckResult]:

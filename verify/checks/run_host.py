@@ -92,7 +92,7 @@ def check_execution_block(ex: Any, subject: str) -> list[CheckResult]:
         claim = "claims the pinned image" if pinned is True else "records an image marker"
         out.append(check_true(MARKER_CHECK, subject, not problems,
                               f"{claim} but {'; '.join(problems[:4])}: only a container with the image's own "
-                              "marker (bundle.hostinfo.read_image_marker) and the pinned versions may claim it",
+                              "marker (read by the writer's bundle.hostinfo.read_image_marker) and the pinned versions may claim it",
                               recorded=marker))
     if isinstance(marker, Mapping) and isinstance(marker.get("lock_sha256"), str) \
             and hostinfo.SHA256_RE.fullmatch(marker["lock_sha256"]):

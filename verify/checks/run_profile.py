@@ -1,13 +1,13 @@
 """Profile phase of a run archive (spec 6, docs/evidence-format.md ``profile/``).
 
-Per run record: the figures from its ``metric_rows`` (:func:`bundle.profile.normalise_counters`)
-and from the raw CSV re-parsed (:func:`bundle.profile.parse_raw_csv`); the ncu command
+Per run record: the figures from its ``metric_rows`` (:func:`verify.arith.counters.per_sequence`)
+and from the raw CSV re-parsed (:func:`protocol.ncu.parse_raw_csv`); the ncu command
 audited; every entry of its ``files`` map equal to the manifest's hashes of that member;
 its fixture record (named by ``files.fixture_record``) on the same device and scope; the
 stored ``.ncu-rep`` re-read through ``ncu_report`` and cross-checked with the CSV
-(:func:`bundle.profile.compare_report_values`), a report not stored being UNAVAILABLE with
+(:func:`verify.arith.counters.report_agreement`), a report not stored being UNAVAILABLE with
 the recorded reason. ``profiles.json.gz``: order, per-repeat figures, mean and SD
-(:func:`bundle.profile.summarise_repeats`), versions against ``capabilities.json.gz``.
+(:func:`verify.arith.counters.repeat_summary`), versions against ``capabilities.json.gz``.
 """
 
 from __future__ import annotations
