@@ -2,7 +2,8 @@
 
 protocol/ imports neither bundle/ nor verify/; verify/ never imports bundle/; only bundle.commands.verify
 (the command-line layer) imports verify/; protocol/ and verify/ never import torch. The tree must keep
-every contract, and an import planted against each one must break it (so the contracts are live).
+every contract, and an import planted against each one must break it (so the contracts are live). The
+contracts see import statements only; verifying an archive must not load the writer or torch at run time either.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LINT = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
 
-pytestmark = pytest.mark.skipif(LINT is None, reason="import-linter is not installed (the test extra has it)")
+needs_lint = pytest.mark.skipif(LINT is None, reason="import-linter is not installed (the test extra has it)")
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
@@ -27,12 +28,14 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@needs_lint
 def test_the_tree_keeps_every_contract():
     result = _lint(REPO)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
 
 
+@needs_lint
 @pytest.mark.parametrize(("module", "planted", "edge"), [
     ("verify/checks/run.py", "import bundle.archive", "verify.checks.run -> bundle.archive"),
     ("protocol/data.py", "import verify.records", "protocol.data -> verify.records"),
@@ -48,3 +51,11 @@ def test_a_planted_import_breaks_its_contract(tmp_path, module, planted, edge):
     result = _lint(tmp_path)
     assert result.returncode != 0
     assert edge in result.stdout, result.stdout[-3000:]
+
+
+def test_verifying_an_archive_loads_neither_the_writer_nor_torch():
+    code = ("import sys\nfrom pathlib import Path\nfrom verify.registry import verify_archives\n"
+            "(report,) = verify_archives([Path('evidence/pinned-cpu-20261201')], workers=1)\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('bundle', 'torch'))\n"
+            "assert report.results and not loaded, loaded\n")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=300)
