@@ -82,3 +82,8 @@ def test_counters_per_sequence_and_an_inconsistent_row():
 
 def test_overlaps_do_not_count_touching_ends():
     assert timing.overlaps({0: (0.0, 1.0), 1: (1.0, 2.0), 2: (0.5, 1.5)}) == {0: [2], 1: [2], 2: [0, 1]}
+
+
+def test_a_trial_without_a_window_is_named():
+    with pytest.raises(BundleError, match="lacks idle_after"):
+        energy.trial({"trial": 0, "invocations": 1, "idle_before": {}, "active": {}})

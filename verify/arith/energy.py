@@ -86,8 +86,10 @@ def trial(raw: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         BundleError: a bad window, or fewer than 1 invocation.
     """
-    idle_before, idle_after, active = (window(raw[k]) if k in raw else window({})
-                                       for k in ("idle_before", "idle_after", "active"))
+    absent = [k for k in ("idle_before", "idle_after", "active") if not isinstance(raw.get(k), Mapping)]
+    if absent:
+        raise BundleError(f"energy trial {raw.get('trial', '?')} lacks {', '.join(absent)}: the record is incomplete")
+    idle_before, idle_after, active = window(raw["idle_before"]), window(raw["idle_after"]), window(raw["active"])
     n = raw.get("invocations")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise BundleError(f"energy trial has invocations {n!r}: need an integer >= 1")
