@@ -19,6 +19,7 @@ incomplete beta function), not a table.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from protocol.errors import BundleError
 _T_BRACKET = (1.959, 12.71)  # t(0.975, df) lies between the normal quantile (df -> inf) and t(0.975, 1) = 12.7062
 
 
+@functools.lru_cache(maxsize=4096)  # ~6 ms a call; summaries repeat their integer df
 def t_quantile_975(df: float) -> float:
     """The Student t quantile t(0.975, df) for any real ``df >= 1``, exact to double precision.
 
