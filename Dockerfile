@@ -1,6 +1,6 @@
 # rev88-bundle images. Three final targets:
 #
-#   verify    offline verifier (numpy, typer, rich; no torch, no GPU), ENTRYPOINT rev88 verify
+#   verify    offline verifier (numpy, mpmath, typer, rich; no torch, no GPU), ENTRYPOINT rev88 verify
 #   gpu       the measuring side: Debian 12, Python 3.11 (Debian's), torch 2.5.1 with its CUDA 12.4
 #             runtime wheels, numpy 2.2.6, nvidia-ml-py 12.560.30, NVIDIA's ncu_report reader,
 #             Nsight Compute (default 2024.1.1 from Debian's non-free archive), the bundle package
@@ -28,7 +28,7 @@
 # Put a complete PEM bundle there (e.g. the host's /etc/ssl/certs/ca-certificates.crt) when a
 # TLS-intercepting proxy sits between the build and the package index.
 #
-# MNIST: the four official .gz files (data/mnist, 11 MB, sha256-pinned in bundle/data.py) are
+# MNIST: the four official .gz files (data/mnist, 11 MB, sha256-pinned in protocol/data.py) are
 # copied into the images at /opt/rev88/data/mnist (REV88_RAW_DIR), and the frozen reference (the
 # original study's JSON evidence, <1 MB) at /opt/rev88/evidence/rev88-original (REV88_ORIGINAL_DIR).
 # Run archives are NOT in the images: they are mounted (read-only for verify).

@@ -139,8 +139,9 @@ test-in-image: ## run the test suite inside GPU_TEST_IMAGE (torch 2.5.1), no net
 lock: ## re-resolve docker/requirements-gpu*.lock (and the Dockerfile's lock sha256) from the package index
 	$(PYTHON) scripts/lock_image_requirements.py
 
-lint: $(VENV)/.lint ## ruff over the Python sources, hadolint over the Dockerfile
+lint: $(VENV)/.lint ## ruff over the Python sources, the import layers (lint-imports), hadolint over the Dockerfile
 	$(BIN)/python -m ruff check bundle verify protocol tests scripts benchmarks docker
+	$(BIN)/lint-imports --no-cache
 	@if [ -x $(BIN)/hadolint ]; then $(BIN)/hadolint Dockerfile; \
 	 elif command -v hadolint >/dev/null 2>&1; then hadolint Dockerfile; \
 	 else echo "hadolint not available: Dockerfile not linted"; fi

@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from bundle.data import load_draw
 from bundle.learner import PreparedTask
+from protocol.data import load_draw
 
 
 def time_invocations(task: PreparedTask, replays: int) -> list[float]:

@@ -132,7 +132,7 @@ def reproduce_phase_seconds(run_dir: Path) -> tuple[dict[str, float], set[str]]:
     """
     path = run_dir / "environment.json.gz"
     from bundle.archive import read_json_gz
-    from bundle.errors import BundleError
+    from protocol.errors import BundleError
 
     try:
         env = read_json_gz(path)
@@ -179,7 +179,7 @@ def profile_way(run_dir: Path) -> str | None:
 
     summary = read_json_gz(path)
     placement = summary.get("placement") or {}
-    from bundle.phases.profile import GPU_LOCK_TEXT
+    from protocol.profile_texts import GPU_LOCK_TEXT
 
     scope = placement.get("gpu_lock_scope") or next(
         (k for k, text in GPU_LOCK_TEXT.items() if text == placement.get("gpu_lock")), "unknown scope")

@@ -29,8 +29,8 @@ def child(replays: int) -> None:
     import torch  # noqa: PLC0415  (after the workspace variable is in the environment)
     from learner_bench import time_invocations  # noqa: PLC0415  (same folder)
 
-    from bundle.data import load_draw  # noqa: PLC0415
     from bundle.learner import PreparedTask  # noqa: PLC0415
+    from protocol.data import load_draw  # noqa: PLC0415
 
     inputs = load_draw(0).learner_inputs()
     torch.cuda.init()

@@ -14,7 +14,8 @@ and stored gzipped with a reproducible header (mtime 0, empty file name, level 9
 same record always gives the same bytes. Every write goes to a temporary file in the
 destination folder, is fsynced and then renamed over the destination (``os.replace``).
 
-This module never imports torch; ``verify/`` reads archives through it.
+The byte format itself (canonical JSON and gzip, the schema version) is defined in
+:mod:`protocol.archive_format`; this module never imports torch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,25 +34,23 @@ from typing import Any
 
 import numpy as np
 
-from bundle.errors import BundleError
+from protocol.archive_format import (  # noqa: F401  (re-exported: the writer's call sites use bundle.archive.*)
+    GZIP_HEADER,
+    GZIP_LEVEL,
+    RESUMED_NAME,
+    RESUMED_SCOPE,
+    SCHEMA_VERSION,
+    dumps_canonical,
+    gzip_bytes,
+)
+from protocol.atomic_write import atomic_write_bytes, fsync_dir  # noqa: F401  (re-exported)
+from protocol.errors import BundleError
 
-SCHEMA_VERSION = 1
-GZIP_LEVEL = 9
 MANIFEST_NAME = "manifest.json"
 ENVIRONMENT_NAME = "environment.json.gz"
 STAGING_DIR = ".staging"
 WORK_DIR = ".work"  # per-phase scratch (derived inputs); removed when the phase completes
-RESUMED_NAME = "resumed.json.gz"  # written into every phase at completion (RunArchive.phase)
-RESUMED_SCOPE = ("runs (record file stems, relative to the phase folder) whose JSON records an earlier, unfinished "
-                 "attempt at this phase had staged and that this completion kept byte for byte; every other record "
-                 "of the phase was written by the invocation that completed it")
 _CHUNK_BYTES = 1 << 20
-
-GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
-"""The 10-byte member header :func:`gzip_bytes` writes (RFC 1952): deflate, no flags (no file
-name, comment, extra field or header CRC), mtime 0, XFL 2 (level 9), OS 255 (unknown).
-Together with one member and nothing after its 8-byte trailer this is the canonical gzip
-form the verifier requires (``verify.safeio``)."""
 
 
 def make_folders(path: str | os.PathLike[str]) -> list[Path]:
@@ -90,91 +88,6 @@ def remove_empty_folders(created: list[Path]) -> None:
 def utc_now() -> str:
     """Current UTC time as ISO 8601 with offset (as the original's ``*_at_utc`` fields)."""
     return datetime.now(UTC).isoformat()
-
-
-def dumps_canonical(obj: Any) -> str:
-    """Serialise *obj* the way the original wrote its JSON evidence.
-
-    Args:
-        obj: JSON-compatible value (dicts keep insertion order).
-
-    Returns:
-        Text with 2-space indent, default separators, ASCII escaping and one trailing newline.
-
-    Raises:
-        BundleError: the value holds NaN/Infinity or a non-JSON type.
-    """
-    try:
-        return json.dumps(obj, indent=2, allow_nan=False, ensure_ascii=True) + "\n"
-    except (ValueError, TypeError) as exc:
-        raise BundleError(f"record is not canonical JSON ({exc}): fix the value before writing") from None
-
-
-def gzip_bytes(data: bytes) -> bytes:
-    """Gzip *data* reproducibly: level 9, mtime 0, empty file name in the header.
-
-    Args:
-        data: the uncompressed bytes.
-
-    Returns:
-        The gzip stream; equal inputs give equal outputs on the same zlib.
-    """
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=GZIP_LEVEL, fileobj=buffer, mtime=0) as gz:
-        gz.write(data)
-    return buffer.getvalue()
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _current_umask() -> int:
-    """The process umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write *data* to *path* atomically (temporary file in the same folder, fsync, rename).
-
-    Args:
-        path: destination; parent folders are created.
-        data: bytes to store.
-
-    Returns:
-        The destination path.
-
-    Raises:
-        BundleError: the folder cannot be written.
-    """
-    dest = Path(path)
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    except OSError as exc:
-        raise BundleError(f"cannot write {dest} ({exc.strerror}): check the folder permissions") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp creates 0600; give the file the mode an ordinary open() would (0666 & ~umask),
-        # so an archive written by root in a container stays readable by its users.
-        os.chmod(tmp_name, 0o666 & ~_current_umask())
-        os.replace(tmp_name, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_dir(dest.parent)
-    return dest
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
@@ -377,7 +290,7 @@ class RunArchive:
                 shutil.rmtree(trash)
             os.replace(final, trash)
         os.replace(staging, final)
-        _fsync_dir(self.run_dir)
+        fsync_dir(self.run_dir)
         if trash.exists():
             shutil.rmtree(trash)
         self._remove_scratch(name)

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 #: Set by the phases on every job placed on a board: the UUID the job was given.

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from bundle.boards import VISIBLE_ENV
-from bundle.errors import BundleError
 from bundle.jobs import (
     OUTPUT_LIMIT_BYTES,
     TIMEOUT_EXIT_CODE,
@@ -51,6 +50,7 @@ from bundle.jobs import (
     expand_argv,
     running_job,
 )
+from protocol.errors import BundleError
 
 JOB_LABEL = "org.rev88.bundle.job"
 DEFAULT_IMAGE = "rev88/gpu:local"  # what `make image` tags; override with $REV88_GPU_IMAGE or --image

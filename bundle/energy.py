@@ -20,20 +20,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bundle.errors import BundleError
+from protocol.energy_design import (  # noqa: F401  (re-exported for the writer's call sites)
+    ORIGINAL_IDLE_S,
+    ORIGINAL_SETTLE_S,
+    ORIGINAL_TARGET_MS,
+    ORIGINAL_TRIALS,
+    PER_TASK_KEYS,
+)
+from protocol.errors import BundleError
 
 COUNTER_UPDATE_INTERVAL_S = 0.1
 """Update period of ``nvmlDeviceGetTotalEnergyConsumption`` measured on the H200 (~100 ms)."""
 
-ORIGINAL_TRIALS = 3
-ORIGINAL_TARGET_MS = 5000.0  # active window target of the original protocol (spec 5.2)
-ORIGINAL_SETTLE_S = 3.0
-ORIGINAL_IDLE_S = 3.0
 MAX_INVOCATIONS = 1000
 ALIGN_POLL_INTERVAL_S = 0.002  # sleep between counter polls while waiting for an update edge
 SAMPLER_THREAD_NAME = "rev88-power-sampler"
 
-PER_TASK_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task", "wall_ms_per_task")
 
 # Two-sided 95 % Student t quantiles t_{0.975, df} for df = 1..60, computed by Gauss-Legendre
 # integration of the t density and bisection (6 decimals; tests re-derive them independently).

@@ -34,7 +34,7 @@ from bundle.energy import (
     invocations_for,
     summarise_original,
 )
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 SCOPE = ("Each invocation resets weights and momentum, trains two epochs from scratch and predicts all "
          "queries, as one GPU-resident graph replay sequence; the active window covers every invocation. "

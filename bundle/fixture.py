@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
+from protocol.fixture_texts import INVENTORY_SCOPE, MEMORY_SCOPE
 
 #: ``time.perf_counter()`` when this module was imported (the start of the fixture's own timeline).
 _IMPORTED_AT = time.perf_counter()
@@ -228,16 +229,6 @@ PROFILE_WARMUP_TASKS = 2
 WORKSPACE_RE = re.compile(r"(?::[0-9]+:[0-9]+)+")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
-MEMORY_SCOPE = (
-    "Fresh task preparation including CUDA graph capture plus one complete reset/train/predict "
-    "invocation; tensor allocator only, excluding driver/context. Recorded before output "
-    "diagnostics and profiling warmup."
-)
-INVENTORY_SCOPE = (
-    "Actual CUDA storages reachable through named task tensors, model parameters/gradients, initial "
-    "copies and momentum. Counts aliases once. Unnamed graph-pool and library allocations are not "
-    "assigned to named buffers."
-)
 
 
 def _cuda_already_initialized() -> bool:

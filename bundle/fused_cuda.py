@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bundle.errors import BundleError
 from bundle.fused_learner import LEARNER_NAME, FusedTask, triton_cdiv
 from bundle.learner import FROZEN_CONFIG, HALF, INPUT_KEYS, normalise_config, validate_inputs
+from protocol.errors import BundleError
 
 KERNEL_TOOL = "cuda"
 KERNEL_SOURCE = Path(__file__).resolve().parent / "fused_cuda.cu"

@@ -56,8 +56,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bundle.data import array_sha256
-from bundle.errors import BundleError
 from bundle.jobs import FUSED_DEFAULT_CTAS, FUSED_PRECISIONS, fused_product_precision, fused_train_programs
 from bundle.learner import (
     FROZEN_CONFIG,
@@ -70,6 +68,8 @@ from bundle.learner import (
     task_metadata,
     validate_inputs,
 )
+from protocol.data import array_sha256
+from protocol.errors import BundleError
 from protocol.learners import FUSED_LEARNER, FUSED_TIMING_SCOPE
 
 LEARNER_NAME = FUSED_LEARNER

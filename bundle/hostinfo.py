@@ -18,18 +18,28 @@ import importlib.metadata
 import json
 import os
 import platform
-import re
 import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
-from protocol.hostrefs import GPU_LOCK_FILE
+from protocol.errors import BundleError
+from protocol.host_records import (  # noqa: F401  (the record rules; re-exported for the writer's call sites)
+    CPU_RECORD_KEYS,
+    IMAGE_ID_RE,
+    IMAGE_LOCK_FILE,
+    IMAGE_MARKER_KEYS,
+    IMAGE_MARKER_SCHEMA,
+    IMAGE_MARKER_TARGET,
+    PINNED_SOFTWARE,
+    SHA256_RE,
+    cpu_record_problems,
+    image_marker_problems,
+    pinned_image_holds,
+    software_matches_pin,
+)
 
-# The pinned image of the reproduction (spec 8.3): torch 2.5.1+cu124, Python 3.11, numpy 2.2.6.
-PINNED_SOFTWARE = {"python": "3.11", "torch": "2.5.1+cu124", "cuda": "12.4", "numpy": "2.2.6"}
 PINNED_DESCRIPTION = "the pinned CUDA 12.4 / PyTorch 2.5.1 image"
 ENGINES = ("native", "docker", "slurm")  #: engine kinds (``bundle.jobs``, ``docker_engine``, ``slurm_engine``)
 
@@ -38,14 +48,7 @@ IMAGE_MARKER_ENV = "REV88_IMAGE_MARKER"
 DEFAULT_IMAGE_MARKER = Path("/opt/rev88/image.json")
 IMAGE_LOCK_SHA_ENV = "REV88_IMAGE_LOCK_SHA256"
 IMAGE_ID_ENV = "REV88_IMAGE_ID"
-IMAGE_MARKER_SCHEMA = "rev88-image/1"
-IMAGE_MARKER_TARGET = "gpu"
-IMAGE_LOCK_FILE = GPU_LOCK_FILE.repo_path  # "docker/requirements-gpu.lock": the marker's lock_file
-IMAGE_MARKER_KEYS = ("schema", "target", "lock_file", "lock_sha256", "python", "torch", "numpy", "nvidia_ml_py",
-                     "ncu_version", "ncu_source", "base_image")
 IMAGE_MARKER_MAX_BYTES = 65536
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-IMAGE_ID_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def _dist_version(name: str) -> str | None:
@@ -111,41 +114,6 @@ def cpu_record() -> dict[str, Any]:
         "torch_num_threads": int(torch.get_num_threads()),
         "torch_num_interop_threads": int(torch.get_num_interop_threads()),
     }
-
-
-CPU_RECORD_KEYS = ("model", "logical_cpus", "torch_num_threads", "torch_num_interop_threads")
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def cpu_record_problems(cpu: Any) -> list[str]:
-    """What is wrong with a recorded :func:`cpu_record` (torch-free; used by the verifier).
-
-    Args:
-        cpu: the parsed ``cpu`` object of a record.
-
-    Returns:
-        One short phrase per problem, empty when well formed: every key of :data:`CPU_RECORD_KEYS`
-        present, ``model`` a non-empty string, the two torch thread counts positive integers,
-        ``logical_cpus`` a positive integer or null.
-    """
-    if not isinstance(cpu, Mapping):
-        return [f"the cpu block is {_kind(cpu)}, not an object"]
-    problems = [f"cpu.{k} is missing" for k in CPU_RECORD_KEYS if k not in cpu]
-    model = cpu.get("model")
-    if "model" in cpu and not (isinstance(model, str) and model.strip()):
-        problems.append(f"cpu.model {model!r:.40} is not a non-empty string")
-    for key in ("logical_cpus", "torch_num_threads", "torch_num_interop_threads"):
-        value = cpu.get(key)
-        if key in cpu and not _positive_int(value) and not (key == "logical_cpus" and value is None):
-            problems.append(f"cpu.{key} {value!r:.40} is not a positive integer")
-    return problems
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 def _torch_bus_id(props: Any) -> str | None:
@@ -248,17 +216,6 @@ def hardware_record(device_index: int = 0) -> dict[str, Any]:
     return record
 
 
-def software_matches_pin(software: Mapping[str, Any]) -> bool:
-    """Whether *software* is the pinned stack (Python 3.11.x, torch 2.5.1+cu124, CUDA 12.4, numpy 2.2.6)."""
-    python = str(software.get("python") or "")
-    return (
-        (python == PINNED_SOFTWARE["python"] or python.startswith(PINNED_SOFTWARE["python"] + "."))
-        and software.get("torch") == PINNED_SOFTWARE["torch"]
-        and software.get("cuda") == PINNED_SOFTWARE["cuda"]
-        and software.get("numpy") == PINNED_SOFTWARE["numpy"]
-    )
-
-
 def execution_engine() -> tuple[str, str | None]:
     """Engine kind and image of this process, as the phase that started it says.
 
@@ -288,35 +245,6 @@ def image_id_from_env() -> str | None:
     """The container's image ID from ``REV88_IMAGE_ID`` when it reads ``sha256:<64 hex>``, else ``None``."""
     value = os.environ.get(IMAGE_ID_ENV)
     return value if value and IMAGE_ID_RE.fullmatch(value) else None
-
-
-def image_marker_problems(marker: Any) -> list[str]:
-    """What is wrong with an image marker's content (torch-free; the verifier uses it too).
-
-    Args:
-        marker: a parsed marker (the ``image_marker`` of a record, or ``/opt/rev88/image.json``).
-
-    Returns:
-        One short phrase per problem, empty when well formed: a JSON object holding every key of
-        :data:`IMAGE_MARKER_KEYS` as a non-empty string, ``schema`` ``"rev88-image/1"``, ``target``
-        ``"gpu"``, ``lock_file`` ``"docker/requirements-gpu.lock"``, ``lock_sha256`` 64 lowercase
-        hex digits; an ``image_id``, if present, null or ``sha256:<64 hex>``.
-    """
-    if not isinstance(marker, Mapping):
-        return [f"the marker is {_kind(marker)}, not a JSON object"]
-    problems = [f"{k} is missing" for k in IMAGE_MARKER_KEYS if k not in marker]
-    problems += [f"{k} is not a non-empty string" for k in IMAGE_MARKER_KEYS
-                 if k in marker and not (isinstance(marker[k], str) and marker[k].strip())]
-    for key, want in (("schema", IMAGE_MARKER_SCHEMA), ("target", IMAGE_MARKER_TARGET), ("lock_file", IMAGE_LOCK_FILE)):
-        if isinstance(marker.get(key), str) and marker[key] != want:
-            problems.append(f"{key} is {marker[key]!r:.60}, not {want!r}")
-    lock = marker.get("lock_sha256")
-    if isinstance(lock, str) and not SHA256_RE.fullmatch(lock):
-        problems.append(f"lock_sha256 {lock!r:.70} is not 64 lowercase hex digits")
-    image_id = marker.get("image_id")
-    if image_id is not None and not (isinstance(image_id, str) and IMAGE_ID_RE.fullmatch(image_id)):
-        problems.append(f"image_id {image_id!r:.80} is not sha256:<64 hex>")
-    return problems
 
 
 def read_image_marker(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any] | None, str | None]:
@@ -364,18 +292,6 @@ def read_image_marker(path: str | os.PathLike[str] | None = None) -> tuple[dict[
 def image_marker() -> dict[str, Any] | None:
     """This process's valid image marker (see :func:`read_image_marker`), or ``None``."""
     return read_image_marker()[0]
-
-
-def pinned_image_holds(engine: str, marker: Mapping[str, Any] | None, software: Mapping[str, Any]) -> bool:
-    """The rule for ``pinned_image`` (torch-free; the verifier applies the same rule).
-
-    True only for engine ``docker`` with a well-formed marker (:func:`image_marker_problems`),
-    *software* matching :data:`PINNED_SOFTWARE` and the marker's ``torch`` and ``numpy`` equal
-    to the software's. A running container alone proves nothing.
-    """
-    return (engine == "docker" and marker is not None and not image_marker_problems(marker)
-            and software_matches_pin(software)
-            and marker.get("torch") == software.get("torch") and marker.get("numpy") == software.get("numpy"))
 
 
 _READ_MARKER = object()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 PYTHON_PLACEHOLDER = "{python}"
 WORKSPACE_ENV = "CUBLAS_WORKSPACE_CONFIG"

@@ -33,8 +33,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from bundle.data import array_sha256
-from bundle.errors import BundleError
+from protocol.data import array_sha256
+from protocol.errors import BundleError
 
 FROZEN_CONFIG: dict = {"alpha": 0.5, "batch_size": 128, "momentum": 0.9, "weight_decay": 0.0,
                        "seed": 11, "depth": 2, "epochs": 2, "learning_rate": 0.1}
@@ -106,13 +106,13 @@ def validate_inputs(arrays: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.nd
     for name, images in (("train_images", train_images), ("test_images", test_images)):
         if images.dtype != np.float32 or images.ndim != 4 or images.shape[1:] != (1, 9, 9) or len(images) == 0:
             raise BundleError(f"{name} must be float32 (N, 1, 9, 9) with N > 0 (got {images.dtype} "
-                              f"{images.shape}): build inputs with bundle.data")
+                              f"{images.shape}): build inputs with protocol.data")
         if not np.isfinite(images).all() or images.min() < 0.0 or images.max() > 1.0:
-            raise BundleError(f"{name} has pixels outside [0, 1] or non-finite: build inputs with bundle.data")
+            raise BundleError(f"{name} has pixels outside [0, 1] or non-finite: build inputs with protocol.data")
     if (train_labels.shape != (len(train_images),) or not np.issubdtype(train_labels.dtype, np.integer)
             or train_labels.min() < 0 or train_labels.max() > 9):
         raise BundleError(f"train_labels must be integers 0..9 of shape ({len(train_images)},) (got "
-                          f"{train_labels.dtype} {train_labels.shape}): build inputs with bundle.data")
+                          f"{train_labels.dtype} {train_labels.shape}): build inputs with protocol.data")
     return train_images, train_labels, test_images
 
 

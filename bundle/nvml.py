@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bundle.energy import SAMPLER_THREAD_NAME, Telemetry
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 RECORD_ENV = "REV88_NVML_RECORD"
 """Environment variable: path of a JSON-lines file that receives every NVML reading."""

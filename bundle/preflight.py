@@ -40,9 +40,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bundle.data import DRAW_COUNT
-from bundle.errors import BundleError
 from protocol import hostrefs
+from protocol.data import DRAW_COUNT
+from protocol.errors import BundleError
 
 PROBE_MARK = "REV88-PROBE "
 """Prefix of the probe job's one JSON line on stdout."""

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bundle.errors import BundleError
 from bundle.jobs import (
     OUTPUT_LIMIT_BYTES,
     TIMEOUT_EXIT_CODE,
@@ -53,6 +52,7 @@ from bundle.jobs import (
     expand_argv,
     running_job,
 )
+from protocol.errors import BundleError
 
 JOB_COMMENT = "org.rev88.bundle"
 RESUBMIT_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})

@@ -58,7 +58,7 @@ def checkout_root() -> Path | None:
 class HostReferenceMissing(LookupError):
     """No place of a :class:`HostRef`'s search order holds it (one line: the places and the variable).
 
-    The writer turns it into a ``bundle.errors.BundleError`` (exit status 2), the verifier into
+    The writer turns it into a ``protocol.errors.BundleError`` (exit status 2), the verifier into
     ``verify.host.HostReferenceError``; both print the message as it is.
     """
 
@@ -179,7 +179,7 @@ FROZEN_REFERENCE = HostRef("the frozen reference", "REV88_ORIGINAL_DIR",
 """The original study's archive that runs are compared with (spec 9)."""
 
 RAW_MNIST = HostRef("the raw MNIST files", "REV88_RAW_DIR", "data/mnist", "dir")
-"""The four official MNIST ``.gz`` files (sha256 pins: ``bundle.data.RAW_FILES``)."""
+"""The four official MNIST ``.gz`` files (sha256 pins: ``protocol.data.RAW_FILES``)."""
 
 GPU_LOCK_FILE = HostRef("the GPU image's lock file", "REV88_GPU_LOCK_FILE", "docker/requirements-gpu.lock", "file")
 """The hash lock the GPU image is installed from; an image marker's ``lock_sha256`` is its sha256."""

@@ -62,6 +62,9 @@ QUICK = (
     # the verifier on the kept archives
     "tests/verify/test_original.py",
     "tests/verify/test_verify_totals.py",
+    "tests/verify/test_differential.py",
+    "tests/verify/test_arith.py",
+    "tests/test_import_layers.py",
     "tests/verify/test_interrupt.py",
     "tests/verify/test_regressions.py::test_verify_in_a_pipe_is_compact_and_json_unchanged",
     "tests/verify/test_regressions.py::test_report_refusal_writes_nothing",

@@ -94,7 +94,7 @@ def test_runs_as_non_root_without_network_on_a_read_only_root(client) -> None:
 
 
 def test_shipped_mnist_files_match_the_pinned_hashes_in_the_image(client) -> None:
-    script = "from bundle.data import RAW_FILES, verify_raw_file\nfor key in RAW_FILES: print(verify_raw_file(key))\n"
+    script = "from protocol.data import RAW_FILES, verify_raw_file\nfor key in RAW_FILES: print(verify_raw_file(key))\n"
     code, output = run_locked_down(client, entrypoint=["python", "-c", script])
     assert code == 0, output
     assert len([line for line in output.splitlines() if line.startswith("/opt/rev88/data/mnist/")]) == 4

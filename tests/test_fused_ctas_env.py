@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bundle.errors import BundleError
 from bundle.fused_learner import DEFAULT_TRAIN_CTAS, train_ctas_from_env
 from bundle.jobs import FUSED_CTAS_ENV, SubprocessEngine
 from bundle.phases.fixture_runner import engine_env
+from protocol.errors import BundleError
 
 
 @pytest.mark.parametrize(("raw", "want"), [(None, DEFAULT_TRAIN_CTAS), ("", DEFAULT_TRAIN_CTAS), ("8", 8),

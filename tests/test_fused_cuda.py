@@ -22,8 +22,6 @@ import pytest
 import torch
 
 from bundle import fused_cuda
-from bundle.data import load_draw
-from bundle.errors import BundleError
 from bundle.jobs import (
     FUSED_EXCHANGE_ENV,
     FUSED_KERNEL_ENV,
@@ -33,6 +31,8 @@ from bundle.jobs import (
 )
 from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
 from bundle.phases.fixture_runner import check_resumed_launch, engine_env
+from protocol.data import load_draw
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT
 
 FROZEN = REPO_ROOT / "evidence" / "rev88-original"

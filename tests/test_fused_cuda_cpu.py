@@ -26,9 +26,9 @@ import pytest
 import torch
 
 from bundle import fused_cuda
-from bundle.data import load_draw
 from bundle.fused_learner import triton_cdiv
 from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
+from protocol.data import load_draw
 from tests.conftest import REPO_ROOT
 
 HERE = REPO_ROOT / "tests" / "fused_cuda_cpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bundle import fused_cuda
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 
 @pytest.mark.parametrize(("nvrtc", "ok"), [((12, 4), False), ((12, 5), False), ((12, 7), False), ((12, 8), True),

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from bundle import fused_learner
-from bundle.data import load_draw
-from bundle.errors import BundleError
 from bundle.learner import FROZEN_CONFIG
+from protocol.data import load_draw
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
 
 
@@ -49,7 +49,7 @@ def _frozen(draw: int) -> dict:
 
 DRAW_CHILD = """
 import json, sys, time
-from bundle.data import load_draw
+from protocol.data import load_draw
 from bundle.fused_learner import FusedTask
 task = FusedTask(**load_draw(int(sys.argv[1])).learner_inputs(), device="cpu", ctas=int(sys.argv[2]))
 started = time.perf_counter()
@@ -63,7 +63,7 @@ SYNTHETIC_CHILD = """
 import json, sys
 import numpy as np, torch
 import torch.nn.functional as F
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from bundle.fused_learner import GRID_TIMED_OUT, FusedTask
 from bundle.learner import FROZEN_CONFIG, build_model, epoch_orders
 rng = np.random.Generator(np.random.PCG64(913413))

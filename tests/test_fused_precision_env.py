@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from bundle import archive as arch
-from bundle.errors import BundleError
 from bundle.fused_learner import DEFAULT_PRODUCT_PRECISION, product_precision_from_env
 from bundle.jobs import FUSED_PRECISION_ENV, SubprocessEngine
 from bundle.phases.fixture_runner import check_resumed_launch, engine_env
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT
 
 

@@ -5,7 +5,7 @@ frozen reference (``protocol.hostrefs.FROZEN_REFERENCE``: ``$REV88_ORIGINAL_DIR`
 checkout's ``evidence/rev88-original``, else the image's copy):
 each draw's predictions must equal its frozen ``predictions_sha256``. Every archive's draws
 are rebuilt from the raw MNIST files (``protocol.hostrefs.RAW_MNIST``: ``$REV88_RAW_DIR``, else
-the checkout's ``data/mnist``, else the image's copy), pinned by sha256 in :data:`bundle.data.RAW_FILES`.
+the checkout's ``data/mnist``, else the image's copy), pinned by sha256 in :data:`protocol.data.RAW_FILES`.
 
 When either is missing or altered on this host, :func:`require_reference_data` raises
 :class:`HostReferenceError`: one line naming the folder and what to do, exit status 2. The
@@ -25,8 +25,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from bundle import data
-from bundle.errors import BundleError
+from protocol import data
+from protocol.errors import BundleError
 from protocol.hostrefs import FROZEN_REFERENCE, RAW_MNIST
 from verify import safeio
 from verify.integrity import ArchiveFiles
@@ -145,7 +145,7 @@ def _checked_raw(folder: str, signature: tuple) -> None:
 
 
 def require_raw_mnist() -> Path:
-    """Check the four raw MNIST files of :func:`bundle.data.default_raw_dir` against their sha256 pins.
+    """Check the four raw MNIST files of :func:`protocol.data.default_raw_dir` against their sha256 pins.
 
     Returns:
         The folder.

@@ -16,10 +16,10 @@ streamed and bounded. Files the layout does not list, paths that leave the archi
 symbolic links or special files are errors.
 
 A run archive must also be in the one byte form its writer (:mod:`bundle.archive`)
-produces: every ``.gz`` member one canonical gzip member (:data:`bundle.archive.GZIP_HEADER`,
+produces: every ``.gz`` member one canonical gzip member (:data:`protocol.archive_format.GZIP_HEADER`,
 nothing after the trailer); every JSON record (``.json``, ``.json.gz``) and
 ``manifest.json`` itself canonical JSON (re-serialising the parsed value with
-:func:`bundle.archive.dumps_canonical` gives the same bytes), without a repeated key and at
+:func:`protocol.archive_format.dumps_canonical` gives the same bytes), without a repeated key and at
 most :data:`verify.records.MAX_JSON_DEPTH` levels deep; ``manifest.json``'s ``run_id`` equal
 to the folder's name and to ``environment.json.gz``'s ``run_id``.
 
@@ -41,8 +41,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bundle.archive import SCHEMA_VERSION, dumps_canonical
-from bundle.errors import BundleError
+from protocol.archive_format import SCHEMA_VERSION, dumps_canonical
+from protocol.errors import BundleError
 from verify import safeio
 from verify.records import RecordError, get, parse_json
 from verify.result import CheckResult, Status, check_equal, failed, passed

@@ -4,7 +4,7 @@ A profile run record names its report in ``files.ncu_report`` (``path`` null and
 false when the run kept only the CSV). For every stored report the verifier decompresses
 the ``.gz`` member (bounded, streamed) into a temporary file, re-checks the decompressed
 sha256 and size against the manifest, and reads the single range result with
-:func:`bundle.profile.read_report_values`. Loading one H200 task-scope report (116 MB)
+:func:`protocol.ncu.read_report_values`. Loading one H200 task-scope report (116 MB)
 takes ~9 s of CPU inside ``ncu_report``, so the reads start right after integrity in up
 to two spawned worker processes and run while the other checks do; the profile family
 collects them (:meth:`ReportReads.result`). Nothing here imports torch.
@@ -74,8 +74,8 @@ def read_stored_report(root: str, rel: str, content_sha256: str, content_size_by
         ``{"status": "unavailable", "reason"}`` when ``ncu_report`` cannot be imported, or
         ``{"status": "error", "reason"}`` (changed bytes, bad gzip, unreadable report).
     """
-    from bundle import profile  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol import ncu as profile  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
     from verify import safeio  # noqa: PLC0415
 
     t0 = time.perf_counter()
@@ -152,7 +152,7 @@ class ReportReads:
     """
 
     def __init__(self, f: ArchiveFiles, *, workers: int | None = None) -> None:
-        from bundle import profile  # noqa: PLC0415
+        from protocol import ncu as profile  # noqa: PLC0415
 
         self.reports = stored_reports(f)
         self.unavailable_reason: str | None = None

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of arrays/objects accepted in evidence JSON (the deepest shipped record

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from verify.host import HostReferenceError, require_reference_data
 from verify.integrity import MANIFEST_NAME, ArchiveFiles, verify_run_archive
 from verify.original_layout import is_original_archive, verify_original_archive

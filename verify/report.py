@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bundle import archive as archive_io
-from bundle.energy import t_quantile_975
-from bundle.errors import BundleError
+from protocol.atomic_write import atomic_write_bytes
+from protocol.errors import BundleError
 from verify import report_plots as plots
+from verify.arith.energy import t_quantile_975
 from verify.checks.run_energy import LEGACY_LAYOUTS
 from verify.registry import verify_archive
 from verify.render import unavailable_groups
@@ -228,7 +228,7 @@ def write_report(archive: Path, out: Path, *, original: Path | None = None,
     lines += [f"![{f}]({f})" for f in written] if written else ["No figures: no phase with a figure ran."]
     lines.append("")
     stage("write REPORT.md")
-    path = archive_io.atomic_write_bytes(out / "REPORT.md", "\n".join(lines).encode("utf-8"))
+    path = atomic_write_bytes(out / "REPORT.md", "\n".join(lines).encode("utf-8"))
     path.chmod(0o644)
     for stale in FIGURES:
         if stale not in written:
@@ -393,7 +393,7 @@ def _memory(ctx: _Context, lines: list[str]) -> str | None:
 
 
 def _a100_interval(mean: float | None, sd: float | None, n: int = A100_TRIALS) -> tuple[float, float] | None:
-    """95 % t interval of a mean from its verified mean and SD over n trials (as bundle.energy.summarise)."""
+    """95 % t interval of a mean from its verified mean and SD over n trials (as verify.arith.energy.summary)."""
     if mean is None or sd is None:
         return None
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)
@@ -511,7 +511,7 @@ def _learners(ctx: _Context, lines: list[str], base: VerifyReport | None, base_n
               "predictions: trials whose predictions equal the frozen draw-0 predictions.", "",
               "| arm | trials | CUDA ms/task | idle-adjusted mJ/task | ratio to `rev88 :16:8` | peak allocated bytes "
               "| predictions = frozen |", "|---|---:|---:|---:|---|---:|---:|"]
-    from bundle.phases.energy import LEARNER_ARMS, LEARNERS_BASELINE, arm_label, learners_trial_stem  # noqa: PLC0415
+    from protocol.energy_design import LEARNER_ARMS, LEARNERS_BASELINE, arm_label, learners_trial_stem  # noqa: PLC0415
 
     for learner, workspace in LEARNER_ARMS:
         arm = arm_label(learner, workspace)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 MISSING_MATPLOTLIB = "rev88 report needs matplotlib: pip install 'rev88-bundle[report]' or run `make report`"
 Row = tuple[str, float | None, float | None, float | None, float | None]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from verify.records import get
 
 
@@ -133,7 +133,7 @@ def check_true(check_id: str, subject: str, condition: bool, reason_if_false: st
 def guarded(check_id: str, subject: str | None, checks: Callable[[], Iterable[CheckResult]]) -> list[CheckResult]:
     """Run one record's checks so that a malformed record fails alone.
 
-    Malformed evidence (:class:`~bundle.errors.BundleError`, e.g. a missing key) or an
+    Malformed evidence (:class:`~protocol.errors.BundleError`, e.g. a missing key) or an
     unexpected exception inside ``checks`` becomes one FAIL ``check_id`` naming ``subject``
     (the record's archive path; None: the file the error names, else ``"archive"``); the
     caller goes on with the other records.

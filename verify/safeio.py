@@ -10,8 +10,8 @@ through this module:
   calls is caught too;
 * a file larger than the limit of its kind is refused from its size alone, before a byte is
   read, and a file that grows while it is read is refused at the limit;
-* ``.gz`` members must be in the one form :func:`bundle.archive.gzip_bytes` writes: the
-  10-byte header :data:`bundle.archive.GZIP_HEADER`, one deflate stream, its 8-byte trailer
+* ``.gz`` members must be in the one form :func:`protocol.archive_format.gzip_bytes` writes: the
+  10-byte header :data:`protocol.archive_format.GZIP_HEADER`, one deflate stream, its 8-byte trailer
   (CRC-32 and size, both checked) and nothing after it. Decompression is streamed and stops
   at the content limit, so no stored file can expand beyond it in memory.
 
@@ -27,7 +27,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.archive import GZIP_HEADER
+from protocol.archive_format import GZIP_HEADER
 from verify.records import RecordError
 
 _CHUNK = 1 << 20

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 F = TypeVar("F", bound=Callable[..., Any])
 PATH_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError)

@@ -16,7 +16,7 @@ def make_engine(name: str):  # noqa: ANN201  (an Engine)
     Raises:
         BundleError: unknown name or the docker engine is not available.
     """
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
 
     if name == "native":
         from bundle.jobs import SubprocessEngine  # noqa: PLC0415

@@ -22,8 +22,8 @@ def fetch(
     """Download the four official MNIST files, check each sha256, then rename into DEST."""
     from rich.console import Console  # noqa: PLC0415
 
-    from bundle.data import MIRRORS, fetch_raw_files  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol.data import MIRRORS, fetch_raw_files  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
 
     if dest.exists() and not dest.is_dir():
         raise BundleError(f"--dest {dest} is a file, not a folder: give the folder to download the raw files into")
@@ -41,8 +41,8 @@ def check(
     from rich.console import Console  # noqa: PLC0415
 
     from bundle.commands.console import print_table  # noqa: PLC0415
-    from bundle.data import default_raw_dir, raw_status  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol.data import default_raw_dir, raw_status  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
 
     folder = raw_dir if raw_dir is not None else default_raw_dir()
     if folder.exists() and not folder.is_dir():

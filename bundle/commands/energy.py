@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from bundle.commands import checked_engine, one_line_errors, require_module
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 
 def register(app: typer.Typer) -> None:

@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from bundle.commands import checked_engine, one_line_errors
-from bundle.errors import BundleError
 from bundle.phases.profile import DEFAULT_OVERLAP, LOCK_SCOPE_DEFAULT, resolve_overlap
+from protocol.errors import BundleError
 
 
 def register(app: typer.Typer) -> None:

@@ -40,8 +40,8 @@ def register(app: typer.Typer) -> None:
         from bundle import preflight  # noqa: PLC0415
         from bundle.archive import WORK_DIR, RunArchive  # noqa: PLC0415
         from bundle.commands.console import print_table, terminal_progress  # noqa: PLC0415
-        from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.qualify import InProcessRunner, parse_draws, run_qualification  # noqa: PLC0415
+        from protocol.errors import BundleError  # noqa: PLC0415
 
         preflight.refuse_reference_out(out, command="rev88 qualify")
         selected = parse_draws(draws)

@@ -42,9 +42,9 @@ def register(app: typer.Typer) -> None:
 
         from bundle import preflight  # noqa: PLC0415
         from bundle.commands.console import print_table  # noqa: PLC0415
-        from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.jobs import Terminated  # noqa: PLC0415
         from bundle.phases.reproduce import make_engine, parse_phases, run_reproduce  # noqa: PLC0415
+        from protocol.errors import BundleError  # noqa: PLC0415
 
         if device not in ("cuda", "cpu"):
             raise BundleError(f"--device {device!r} is not supported: use cuda or cpu")

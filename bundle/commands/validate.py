@@ -36,8 +36,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console  # noqa: PLC0415
 
         from bundle.commands.console import print_table  # noqa: PLC0415
-        from bundle.errors import BundleError  # noqa: PLC0415
         from bundle.phases.validate import run_validate  # noqa: PLC0415
+        from protocol.errors import BundleError  # noqa: PLC0415
 
         job_engine = checked_engine("validate", engine=engine, device=device, out=out,
                                     command=f"rev88 validate --device {device}")

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             return
         import time
 
-        from bundle.errors import BundleError
+        from protocol.errors import BundleError
 
         started = time.perf_counter()
         for path in archives or ():
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         An archive that fails integrity gets no report. One whose other checks fail gets a report that lists the failures and shows the affected figures as "not verified", and the command exits 1.
         """
         from bundle.commands.console import DelayedProgress
-        from bundle.errors import BundleError
+        from protocol.errors import BundleError
         from verify.checks.run_common import ORIGINAL_ROOT
         from verify.report import write_report
 
@@ -150,7 +150,7 @@ def refuse_out_inside(out: Path, archive: Path) -> None:
         BundleError: ``out`` resolves to *archive* or to a folder under it (the report would
             overwrite the evidence).
     """
-    from bundle.errors import BundleError
+    from protocol.errors import BundleError
 
     target, evidence = out.resolve(), archive.resolve()
     if target.is_relative_to(evidence):

@@ -24,7 +24,6 @@ import numpy as np
 from bundle import archive
 from bundle.archive import RunArchive
 from bundle.boards import placement_env
-from bundle.errors import BundleError
 from bundle.jobs import Engine
 from bundle.phases.fixture_runner import (
     draw_inputs,
@@ -38,9 +37,10 @@ from bundle.phases.fixture_runner import (
 )
 from bundle.preflight import frozen_members, require_frozen_reference
 from protocol import hostrefs
+from protocol.errors import BundleError
+from protocol.workspaces import WORKSPACES
 
 PHASE = "compare"
-WORKSPACES = ((":4096:8", "baseline"), (":16:8", "preferred"), (":0:0", "diagnostic"))
 BASELINE = ":4096:8"
 STATE_HASH_KEYS = ("input_hashes", "initial_parameter_sha256", "epoch_permutation_sha256",
                    "final_parameter_sha256", "final_velocity_sha256", "state_vector_sha256",
@@ -223,7 +223,7 @@ def run_compare(run_dir: Path, *, engine: Engine, raw_dir: Path | None = None, d
     Args:
         run_dir: the run archive folder.
         engine: runs each fixture job (native subprocess or one container per job).
-        raw_dir: raw MNIST folder (default ``bundle.data.default_raw_dir()``).
+        raw_dir: raw MNIST folder (default ``protocol.data.default_raw_dir()``).
         draw_index: which qualification draw (0…10; the original compared draw 0).
         force: replace an already completed ``compare`` phase.
         device: ``cuda`` (protocol) or ``cpu`` (diagnostic: no memory figures).

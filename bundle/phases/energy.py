@@ -37,7 +37,6 @@ import numpy as np
 from bundle import archive
 from bundle import energy as en
 from bundle.archive import RunArchive
-from bundle.errors import BundleError
 from bundle.jobs import Engine
 from bundle.phases.fixture_runner import (
     check_resumed_launch,
@@ -48,6 +47,17 @@ from bundle.phases.fixture_runner import (
     workspace_stem,
     write_fixture_inputs,
 )
+from protocol.energy_design import (  # noqa: F401  (re-exported for the phase's callers)
+    DEFAULT_LEARNER,
+    LEARNER_ARMS,
+    LEARNERS_BASELINE,
+    ORDER_DEVIATION,
+    arm_label,
+    executed_order,
+    learner_of,
+    learners_trial_stem,
+)
+from protocol.errors import BundleError
 
 PHASE = "energy"
 WORKSPACES = (":4096:8", ":16:8", ":0:0")
@@ -58,9 +68,6 @@ PROTOCOL_FILES = {"original": "original.json.gz", "interleaved": "interleaved.js
 #: The protocols ``--protocol`` names, and the designs each runs (``both`` is the original pair).
 PROTOCOLS = {"original": ("original",), "interleaved": ("interleaved",), "both": ("original", "interleaved"),
              "learners": ("learners",)}
-#: The arms of the ``learners`` design, in design order: (learner, workspace); the first is the baseline.
-LEARNER_ARMS = (("rev88", ":16:8"), ("rev88", ":0:0"), ("rev88-fused", ":16:8"))
-DEFAULT_LEARNER = "rev88"  # the fixture's default (bundle.fixture.DEFAULT_LEARNER; not imported: torch-free)
 RECORD_ENV = "REV88_NVML_RECORD"  # as bundle.nvml.RECORD_ENV (not imported: keeps pynvml out)
 IDLE_MODEL = ("paired idle power = mean of an idle window before and one after the active window, each "
               "measured after a settle, because an idle window right after activity reads high")
@@ -77,29 +84,9 @@ def interleaved_order(rounds: int) -> list[tuple[int, str]]:
     return rotating_order(WORKSPACES, rounds)
 
 
-def arm_label(learner: str, workspace: str) -> str:
-    """Label of a ``learners`` arm: ``"rev88-fused :16:8"``."""
-    return f"{learner} {workspace}"
-
-
-LEARNERS_BASELINE = arm_label(*LEARNER_ARMS[0])
-
-
 def learners_order(rounds: int) -> list[tuple[int, tuple[str, str]]]:
     """(round, (learner, workspace)) pairs of the ``learners`` design: round r starts at arm r mod 3."""
     return rotating_order(LEARNER_ARMS, rounds)
-
-
-def learners_trial_stem(round_index: int, learner: str, workspace: str) -> str:
-    """File stem of one ``learners`` trial: ``trial-r00-rev88-fused-workspace-16-8`` (the learner's name
-    sits before the workspace, so no stem equals an interleaved one, ``trial-r00-workspace-16-8``)."""
-    return f"trial-r{round_index:02d}-{learner}-{workspace_stem(workspace)}"
-
-
-def learner_of(record: Mapping[str, Any]) -> str:
-    """The learner a fixture record names: its ``learner`` block's name, else the default ``rev88``."""
-    block = record.get("learner")
-    return str(block.get("name")) if isinstance(block, Mapping) else DEFAULT_LEARNER
 
 
 def trial_stem(round_index: int, workspace: str) -> str:
@@ -195,20 +182,6 @@ def _run_job(stage: Any, *, engine: Engine, npz: Path, cfg: Path, stem: str, wor
         archive.write_bytes_gz(stage.path / f"{stem}.nvml.jsonl.gz", log.read_bytes())
         log.unlink()
     return _same_learner(record, learner, output)
-
-
-def executed_order(completed_at_utc: Sequence[str]) -> list[int]:
-    """Design positions in the order the trials ran: by each trial record's ``completed_at_utc``.
-
-    A trial holds the board's GPU from before CUDA initialisation until its process exits, so the
-    order in which the trials completed is the order in which they used the GPU.
-    """
-    return sorted(range(len(completed_at_utc)), key=lambda i: completed_at_utc[i])
-
-
-ORDER_DEVIATION = ("the trials did not run in the design order (executed_order lists design positions in the "
-                   "order they ran, from the records' completion stamps); the figures are per config and do "
-                   "not depend on the order, the drift-spreading rotation does")
 
 
 RATIO_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task")

@@ -16,9 +16,7 @@ import dataclasses
 import gzip
 import hashlib
 import importlib.resources
-import io
 import os
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.jobs import (
     FUSED_CTAS_ENV,
     FUSED_EXCHANGE_ENV,
@@ -40,38 +37,12 @@ from bundle.jobs import (
     fused_product_precision,
     fused_train_programs,
 )
+from protocol.errors import BundleError
+from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: F401  (re-exported)
+from protocol.workspaces import workspace_stem  # noqa: F401  (re-exported)
 
-INPUT_KEYS = ("train_images", "train_labels", "test_images")
 PREFERRED_WORKSPACE = ":16:8"
 FIXTURE_TIMEOUT_S = 1800.0
-# Zip entry time of the input npz: fixed, so equal arrays give an equal input_archive_sha256.
-_ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-def workspace_stem(workspace: str) -> str:
-    """File stem of a workspace config: ``:16:8`` -> ``workspace-16-8``."""
-    return "workspace" + workspace.replace(":", "-")
-
-
-def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """An uncompressed ``.npz`` (as ``numpy.savez``) with fixed entry times, so its bytes are reproducible.
-
-    Args:
-        arrays: name -> array, written in the mapping's order; no object arrays.
-
-    Raises:
-        BundleError: an object array (would need pickle).
-    """
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, value in arrays.items():
-            arr = np.asarray(value)
-            if arr.dtype.hasobject:
-                raise BundleError(f"array {name} has dtype object: inputs must be numeric")
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE_TIME)
-            with zf.open(info, "w", force_zip64=True) as handle:
-                np.lib.format.write_array(handle, arr, allow_pickle=False)
-    return buffer.getvalue()
 
 
 def draw_inputs(inputs: Mapping[str, np.ndarray] | None, config: Mapping[str, Any] | None, *, draw_index: int,
@@ -83,7 +54,7 @@ def draw_inputs(inputs: Mapping[str, np.ndarray] | None, config: Mapping[str, An
         BundleError: a raw file fails its sha256 check.
     """
     if inputs is None:
-        from bundle.data import load_draw  # noqa: PLC0415
+        from protocol.data import load_draw  # noqa: PLC0415
 
         inputs = load_draw(draw_index, raw_dir).learner_inputs()
     if config is None:

@@ -35,10 +35,11 @@ from typing import Any
 
 from bundle import archive
 from bundle import profile as counters
-from bundle.errors import BundleError
 from bundle.jobs import WORKSPACE_ENV, Engine, JobResult, JobSpec
-from bundle.phases.energy import learner_of
 from bundle.phases.fixture_runner import check_resumed_launch, engine_env, store_kernel_source
+from protocol.energy_design import learner_of
+from protocol.errors import BundleError
+from protocol.profile_texts import GPU_LOCK_TEXT, VERSION_NOTE, lock_scope_of  # noqa: F401  (re-exported)
 
 PHASE = "profile"
 WORKSPACE_CONFIGS = (":4096:8", ":16:8")
@@ -71,11 +72,6 @@ def resolve_overlap(lock_scope: str, overlap: int | None) -> int:
     return overlap
 
 
-def lock_scope_of(fixture: dict[str, Any]) -> str | None:
-    """The GPU lock scope a fixture record's process held (``process`` for a lock record without one,
-    as before scopes existed), or ``None`` when it records no lock."""
-    lock = (fixture.get("placement") or {}).get("gpu_lock")
-    return str(lock.get("scope", "process")) if isinstance(lock, dict) else None
 DRAW_INDEX = 0  #: the original profiled draw 0
 PROFILE_TIMEOUT_S = 1800.0
 #: On an interrupt, how long the phase waits for the background stores of runs that had finished
@@ -84,20 +80,6 @@ PROFILE_TIMEOUT_S = 1800.0
 #: meanwhile loses only that run (its temporary file is swept by RunArchive.phase).
 STORE_GRACE_S = 180.0
 QUERY_TIMEOUT_S = 600.0
-GPU_LOCK_TEXT = {
-    "range": ("each run's fixture processes take the board's GPU lock shared before CUDA initialisation "
-              "(preparations of several runs overlap) and exclusively from the warm-ups before the range "
-              "until they exit (no other job's GPU work meets a range); the metric query holds it shared"),
-    "process": ("each run's fixture processes take the board's GPU lock exclusively before CUDA "
-                "initialisation and hold it until they exit (no two use the GPU at once; the next run's "
-                "ncu, interpreter and imports start meanwhile); the metric query holds it shared"),
-}
-VERSION_NOTE = (
-    "The original used Nsight Compute {pinned}; this run used {found}. Counter definitions "
-    "can change between releases: compare figures across versions with that in mind."
-)
-
-
 @dataclass(frozen=True)
 class ProfileRun:
     """One ``ncu`` run: a workspace config, a scope and a repeat index."""
@@ -164,9 +146,9 @@ def write_fixture_inputs(workdir: Path, raw_dir: Path | None = None) -> tuple[Pa
     Raises:
         BundleError: missing or altered raw MNIST files.
     """
-    from bundle.data import load_draw  # noqa: PLC0415
     from bundle.learner import FROZEN_CONFIG  # noqa: PLC0415  (imports torch; only here)
     from bundle.phases.fixture_runner import write_fixture_inputs as write_inputs  # noqa: PLC0415
+    from protocol.data import load_draw  # noqa: PLC0415
 
     return write_inputs(workdir, load_draw(DRAW_INDEX, raw_dir).learner_inputs(), FROZEN_CONFIG)
 

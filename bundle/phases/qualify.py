@@ -6,7 +6,7 @@ Writes, through :class:`bundle.archive.RunArchive` staging (``run_dir/qualify/``
   identity, index and input hashes, the eight state hashes, timing, device, software,
   hardware, cuBLAS workspace, frozen comparison);
 * ``accuracy.json.gz``, written by :func:`score_predictions` after every prediction file
-  exists; only the scorer reads evaluation labels (:func:`bundle.data.evaluation_labels`).
+  exists; only the scorer reads evaluation labels (:func:`protocol.data.evaluation_labels`).
 
 A per-draw *runner* ``runner(draw_index, inputs) -> (predictions, metadata, extra_record_fields)``
 does the training; the default :class:`InProcessRunner` trains in this process (CPU eager or
@@ -28,11 +28,11 @@ import numpy as np
 
 from bundle import archive
 from bundle.archive import RunArchive
-from bundle.data import DRAW_COUNT, array_sha256, dataset_seed, evaluation_labels, load_draw
-from bundle.errors import BundleError
 from bundle.phases.fixture_runner import check_resumed_launch, store_kernel_source
 from bundle.preflight import frozen_members, require_frozen_reference
 from protocol import hostrefs
+from protocol.data import DRAW_COUNT, array_sha256, dataset_seed, evaluation_labels, load_draw
+from protocol.errors import BundleError
 
 PHASE = "qualify"
 SCHEMA_VERSION = 1
@@ -272,12 +272,12 @@ def run_qualification(run_dir: Path, *, device: str = "cpu", raw_dir: Path | Non
     Args:
         run_dir: the run archive folder.
         device: for the default runner: ``"cpu"`` or ``"cuda"``.
-        raw_dir: raw MNIST folder (default :func:`bundle.data.default_raw_dir`).
+        raw_dir: raw MNIST folder (default :func:`protocol.data.default_raw_dir`).
         draws: draw indices (default 0…10).
         runner: per-draw runner ``(draw_index, inputs) -> (predictions, metadata, extra_fields)``;
             default :class:`InProcessRunner` (*device*).
         force: replace an already completed qualify phase.
-        resize: :data:`bundle.data.RESIZE_METHODS` entry for the images.
+        resize: :data:`protocol.data.RESIZE_METHODS` entry for the images.
         on_draw: progress callback ``(draw_index, status)`` with status ``"start"``, ``"done"`` or ``"resumed"``.
         jobs: draws trained at the same time (threads calling *runner*; meant for a fresh-process
             runner, whose processes may share a board). Each record's ``concurrency`` says which

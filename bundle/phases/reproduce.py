@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.jobs import Engine, JobSpec, SubprocessEngine, sigterm_interrupts
+from protocol.errors import BundleError
 
 PHASES = ("validate", "compare", "qualify", "energy", "profile")
 QUALIFY_WORKSPACE = ":16:8"  # the cache audit's qualification ran under :16:8 (spec 8.2)

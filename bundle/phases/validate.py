@@ -28,7 +28,6 @@ import numpy as np
 
 from bundle import archive
 from bundle.archive import RunArchive
-from bundle.errors import BundleError
 from bundle.jobs import Engine, JobSpec
 from bundle.phases.fixture_runner import (
     PREFERRED_WORKSPACE,
@@ -42,10 +41,10 @@ from bundle.phases.fixture_runner import (
 )
 from bundle.preflight import frozen_members, require_frozen_reference
 from protocol import hostrefs
+from protocol.errors import BundleError
+from protocol.fixture_inputs import SMOKE_QUERY, SMOKE_SEED, SMOKE_TRAIN, smoke_inputs  # noqa: F401
 
 PHASE = "validate"
-SMOKE_SEED = 9140914
-SMOKE_TRAIN, SMOKE_QUERY = 19, 7
 SMOKE_CONFIG = {"alpha": 0.5, "batch_size": 8, "momentum": 0.9, "weight_decay": 0.0, "seed": 11, "depth": 2,
                 "epochs": 2, "learning_rate": 0.1}
 COMPARED_HASHES = ("final_parameter_sha256", "final_velocity_sha256", "state_vector_sha256",
@@ -55,17 +54,6 @@ LATE_INIT_CODE = {
     "cuda": "import torch; torch.cuda.init(); import bundle.fixture",
     "cpu": "import torch; torch.cuda.is_initialized = lambda: True; import bundle.fixture",
 }
-
-
-def smoke_inputs() -> dict[str, np.ndarray]:
-    """Synthetic API/CLI smoke data: PCG64(9140914) train ``random((19,1,9,9))`` float32, labels
-    ``integers(0,10,19)`` int64, query ``random((7,1,9,9))`` float32, drawn in that order (their
-    hashes equal the original's ``api_cli_smoke.metadata.input_hashes``)."""
-    rng = np.random.Generator(np.random.PCG64(SMOKE_SEED))
-    train = rng.random((SMOKE_TRAIN, 1, 9, 9), dtype=np.float32)
-    labels = rng.integers(0, 10, SMOKE_TRAIN).astype(np.int64)
-    query = rng.random((SMOKE_QUERY, 1, 9, 9), dtype=np.float32)
-    return {"train_images": train, "train_labels": labels, "test_images": query}
 
 
 def _hashes_equal(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:

@@ -13,7 +13,7 @@ import pytest
 
 from bundle import archive
 from bundle.archive import RunArchive
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bundle import boards
-from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
+from protocol.errors import BundleError
 
 HOST = [boards.Board(0, "GPU-aaaa-0000", "00000000:19:00.0", "NVIDIA H200"),
         boards.Board(1, "GPU-bbbb-1111", "00000000:3B:00.0", "NVIDIA H200"),

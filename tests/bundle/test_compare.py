@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.jobs import JobResult, JobSpec, SubprocessEngine
 from bundle.phases import compare
 from bundle.phases.validate import SMOKE_CONFIG, smoke_inputs
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE
 
 CACHE = ORIGINAL_ARCHIVE / "cache-audit"

@@ -1,4 +1,4 @@
-"""Tests for bundle.data: pinned raw files, IDX parsing, the 11 draws and the 9×9 resize."""
+"""Tests for protocol.data: pinned raw files, IDX parsing, the 11 draws and the 9×9 resize."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bundle import data
 from bundle.cli import app
-from bundle.errors import BundleError
+from protocol import data
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE, SHARED_MNIST
 
 runner = CliRunner()
@@ -211,6 +211,6 @@ def test_a_failed_fetch_leaves_no_folder_it_made_and_keeps_those_that_were_there
 
 
 def test_torch_free_modules_do_not_import_torch():
-    code = ("import sys, bundle.data, bundle.phases.qualify, bundle.commands.data, bundle.commands.qualify, "
+    code = ("import sys, protocol.data, bundle.phases.qualify, bundle.commands.data, bundle.commands.qualify, "
             "bundle.cli; assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bundle.docker_engine import IMAGE_ENV, IMAGE_ID_ENV, JOB_LABEL, DockerEngine
-from bundle.errors import BundleError
 from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
+from protocol.errors import BundleError
 from tests.conftest import interrupted_when
 
 IMAGE = os.environ.get("REV88_VERIFY_IMAGE", "rev88/verify:local")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bundle import energy as en
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.bundle.energy_logs import original_energy
 from tests.conftest import ORIGINAL_ARCHIVE
 

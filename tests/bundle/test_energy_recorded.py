@@ -18,7 +18,7 @@ import pytest
 
 from bundle import archive, energy_glue, nvml
 from bundle.energy import recompute_trial
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "tests" / "recorded" / "nvml" / "h200-trial-r00-workspace-16-8.jsonl"

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.phases.fixture_runner import npz_bytes, write_fixture_inputs
 from bundle.phases.validate import SMOKE_CONFIG, smoke_inputs
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
 
 FROZEN_PREDICTIONS_SHA256 = json.loads((ORIGINAL_ARCHIVE / "results" / "draw-00.json").read_text())[
@@ -219,8 +219,8 @@ def test_cpu_diagnostic_in_a_container_is_pinned_only_with_the_marker(tmp_path, 
 
 @pytest.mark.gpu
 def test_gpu_fresh_fixture_draw0_reproduces_frozen_predictions(tmp_path):
-    from bundle.data import load_draw
     from bundle.learner import FROZEN_CONFIG
+    from protocol.data import load_draw
 
     npz, cfg = write_fixture_inputs(tmp_path, load_draw(0).learner_inputs(), FROZEN_CONFIG)
     assert archive.file_sha256(cfg) == "a4cf957d95e7b2d33db7a3121a0ae00609cd278f79026e4436549103647c618f"

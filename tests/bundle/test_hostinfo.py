@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bundle import hostinfo
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 
 PINNED_LIKE = {"python": "3.11.9", "torch": "2.5.1+cu124", "cuda": "12.4", "numpy": "2.2.6",
                "nvidia_ml_py": "12.560.30"}

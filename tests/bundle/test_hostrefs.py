@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bundle import data, preflight
+from bundle import preflight
 from bundle.cli import app
-from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
-from protocol import hostrefs
+from protocol import data, hostrefs
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT
 from tests.conftest import one_line_error as _one_line
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from bundle.errors import BundleError
 from bundle.jobs import Engine, JobSpec, SubprocessEngine, child_environment, expand_argv
+from protocol.errors import BundleError
 
 ENV_DUMP = "import json, os; print(json.dumps({k: os.environ.get(k) for k in ('CUBLAS_WORKSPACE_CONFIG', 'REV88_X')}))"
 

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from bundle import learner
-from bundle.data import array_sha256, load_draw
-from bundle.errors import BundleError
+from protocol.data import array_sha256, load_draw
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE
 
 FROZEN_DRAW0 = json.loads((ORIGINAL_ARCHIVE / "results" / "draw-00.json").read_text())

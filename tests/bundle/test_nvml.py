@@ -12,7 +12,7 @@ import pytest
 
 from bundle import energy_glue, nvml
 from bundle.energy import recompute_trial
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.bundle.energy_logs import log_from_original, original_energy, write_log
 
 pynvml = pytest.importorskip("pynvml")

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from bundle import archive, energy_glue
 from bundle.boards import LOCK_ENV, TICKET_ENV
 from bundle.energy import Telemetry
-from bundle.errors import BundleError
 from bundle.jobs import JobResult, JobSpec
 from bundle.phases import energy as phase
+from protocol.errors import BundleError
 
 # Extra power (W) each workspace config draws while active, to be recovered by the phase.
 EXTRA_W = {":4096:8": 6.0, ":16:8": 6.3, ":0:0": 5.7}

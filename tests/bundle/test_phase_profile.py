@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from bundle import archive
 from bundle import profile as p
 from bundle.cli import app
-from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
 from bundle.phases import profile as phase
+from protocol.errors import BundleError
 from tests.conftest import RECORDED
 
 HANDWRITTEN = RECORDED / "ncu" / "handwritten-a100-small-task.csv"

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from bundle import preflight
 from bundle.cli import app
 from bundle.commands.qualify import verdict_lines
-from bundle.errors import BundleError
 from bundle.jobs import SubprocessEngine
+from protocol.errors import BundleError
 from tests.conftest import one_line_error as _one_line
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bundle import profile as p
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE, RECORDED, REPO_ROOT
 
 CACHE_AUDIT = ORIGINAL_ARCHIVE / "cache-audit"

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from bundle import archive
 from bundle.cli import app
-from bundle.data import array_sha256
-from bundle.errors import BundleError
 from bundle.phases import qualify
+from protocol.data import array_sha256
+from protocol.errors import BundleError
 from tests.conftest import ORIGINAL_ARCHIVE, interrupted_when
 
 runner = CliRunner()

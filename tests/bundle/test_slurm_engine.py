@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundle.errors import BundleError
 from bundle.jobs import TIMEOUT_EXIT_CODE, Engine, JobSpec
 from bundle.slurm_engine import SlurmEngine, SlurmOptions, load_options
+from protocol.errors import BundleError
 from tests.conftest import interrupted_when
 
 

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 from bundle import archive
 from bundle.cli import app
 from bundle.commands.validate import replay_label
-from bundle.data import array_sha256
 from bundle.jobs import SubprocessEngine
 from bundle.phases import validate
+from protocol.data import array_sha256
 from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
 
 ORIGINAL = json.loads((ORIGINAL_ARCHIVE / "cache-audit" / "cuda-validation.json").read_text())

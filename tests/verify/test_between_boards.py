@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.phases import energy as phase
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT, linked_copy
 from verify.registry import verify_archive
 

@@ -336,8 +336,7 @@ def test_smoke_config_batch_size_fails(tmp_path):
 
 
 def test_refused_archive_contents_fail(tmp_path):
-    from bundle.phases.fixture_runner import npz_bytes
-    from bundle.phases.validate import smoke_inputs
+    from protocol.fixture_inputs import npz_bytes, smoke_inputs
 
     root = _copy(tmp_path)
     rel = "validate/smoke/with-test-labels.npz"

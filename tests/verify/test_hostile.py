@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from bundle import archive, fixture
 from bundle import profile as p
 from bundle.cli import app
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.conftest import H200_ARCHIVE, ORIGINAL_ARCHIVE, RECORDED, REPO_ROOT, SHARED_MNIST, linked_copy
 from verify import safeio
 from verify.checks.consistency import WORKSPACE_RE

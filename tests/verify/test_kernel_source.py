@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from bundle import archive
-from bundle.errors import BundleError
 from bundle.phases.fixture_runner import CUDA_KERNEL_SOURCE, KERNEL_SOURCE_REL, store_kernel_source
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT, check_statuses, linked_copy
 from verify.checks import run_energy
 from verify.checks.run_energy import LAYOUT_MARK, LayoutError, parse_layout

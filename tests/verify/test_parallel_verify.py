@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.conftest import REPO_ROOT
 from verify.registry import WORKERS_ENV, archive_workers, verify_archive, verify_archives
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from bundle import archive
 from bundle.cli import app
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from tests.conftest import H200_ARCHIVE, forge_record, linked_copy
 from verify.checks.run_qualify import check_accuracy_record, check_draw_identity
 from verify.integrity import verify_run_archive

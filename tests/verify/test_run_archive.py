@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bundle import archive, data
+from bundle import archive
 from bundle.cli import app
 from bundle.phases.qualify import score_predictions
+from protocol import data
 from tests.conftest import ORIGINAL_ARCHIVE, REPO_ROOT
 from verify.registry import verify_archive
 from verify.result import Status
@@ -169,7 +170,7 @@ def test_report_from_verified_figures(run_dir, tmp_path):
 
 
 def test_report_refuses_an_archive_failing_integrity(run_dir, tmp_path):
-    from bundle.errors import BundleError
+    from protocol.errors import BundleError
     from verify.report import build_report
 
     (run_dir / "qualify" / "draw-01.predictions.npy").write_bytes(b"x")

@@ -97,7 +97,7 @@ def test_profile_summary_lock_scope_must_be_the_runs(tmp_path: Path, scope: str,
 
 
 def _range_text(rec: dict) -> None:
-    from bundle.phases.profile import GPU_LOCK_TEXT
+    from protocol.profile_texts import GPU_LOCK_TEXT
 
     rec["placement"]["gpu_lock"] = GPU_LOCK_TEXT["range"]  # claims the shared lock; the runs were serialised
     rec["placement"]["ncu_runs_started_at_once_per_board"] = 12

@@ -1,6 +1,6 @@
 """Draw and data checks: raw MNIST files, draw indices, labels, images, epoch orders.
 
-Everything here is recomputed with :mod:`bundle.data` (the writer's own definitions, no
+Everything here is recomputed with :mod:`protocol.data` (the writer's own definitions, no
 torch): the raw files' sha256/md5, each draw's ``PCG64(2026091400 + i)`` permutation and
 its index/label hashes, the exact 9×9 resize (for our archives), and the learner's epoch
 permutations ``Generator(PCG64(seed)).permutation(N)`` per epoch (spec 2.5).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bundle import data
+from protocol import data
 from verify import safeio
 from verify.records import get, get_str
 from verify.result import CheckResult, check_equal, unavailable
@@ -47,7 +47,7 @@ def check_raw_sources(raw_sources: dict, *, subject: str, where: str, raw_dir: P
         pin = data.RAW_FILES.get(key)
         if pin is not None:
             out.append(check_equal("data.raw_file.bundle_pin", name, get_str(source, "sha256", where), pin.sha256,
-                                   what="sha256 recorded vs bundle.data pin"))
+                                   what="sha256 recorded vs protocol.data pin"))
     return out
 
 
@@ -66,14 +66,14 @@ def draw_hashes(draw_index: int) -> dict[str, str]:
 
 @lru_cache(maxsize=16)
 def exact_input_hashes(draw_index: int) -> dict[str, str]:
-    """sha of the learner inputs of a draw with the exact 9x9 resize (``bundle.data.Draw.input_hashes``), cached."""
+    """sha of the learner inputs of a draw with the exact 9x9 resize (``protocol.data.Draw.input_hashes``), cached."""
     return dict(data.load_draw(draw_index).input_hashes())
 
 
 @lru_cache(maxsize=16)
 def input_npz_sha256(draw_index: int) -> str:
     """sha256 of the fixture input ``.npz`` of a draw rebuilt from the raw files (the writer's ``npz_bytes``), cached."""
-    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415 - torch-free writer helper
+    from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: PLC0415
 
     inputs = data.load_draw(draw_index).learner_inputs()
     return hashlib.sha256(npz_bytes({k: inputs[k] for k in INPUT_KEYS})).hexdigest()
@@ -135,7 +135,7 @@ def check_draw_record_hashes(index: int, recorded: dict, *, subject: str, where:
             ``input_sha256`` / ``input_hashes`` {train_images, train_labels, test_images},
             ``test_labels_sha256``.
         images: ``"unavailable"`` (original: not reproducible) or ``"exact"`` (our archives:
-            recompute with :func:`bundle.data.load_draw`).
+            recompute with :func:`protocol.data.load_draw`).
     """
     h = draw_hashes(index)
     out: list[CheckResult] = []

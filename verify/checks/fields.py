@@ -46,8 +46,8 @@ SELFTEST_BOUND = 1e-5
 
 
 def learner_name(record: Mapping[str, Any]) -> str:
-    """The learner a record or metadata block names: the writer's ``bundle.phases.energy.learner_of``."""
-    from bundle.phases.energy import learner_of  # noqa: PLC0415  (torch-free; keeps this module import-light)
+    """The learner a record or metadata block names: ``protocol.energy_design.learner_of``."""
+    from protocol.energy_design import learner_of  # noqa: PLC0415
 
     return learner_of(record)
 

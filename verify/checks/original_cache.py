@@ -181,8 +181,9 @@ def check_original_report(f: ArchiveFiles, rel: str, entry: dict, *, subject: st
     recorded = get_str(entry, "ncu_report_sha256", where)
     if not f.has(rel):
         return profile.check_ncu_report(subject, False, recorded)
-    from bundle import profile as counters  # noqa: PLC0415
-    from bundle.errors import BundleError  # noqa: PLC0415
+    from protocol import ncu as counters  # noqa: PLC0415
+    from protocol.errors import BundleError  # noqa: PLC0415
+    from verify.arith import counters as arith_counters  # noqa: PLC0415
 
     module, reason = counters.import_ncu_report()
     if module is None:
@@ -203,7 +204,7 @@ def check_original_report(f: ArchiveFiles, rel: str, entry: dict, *, subject: st
         target.write_bytes(gzip.decompress(f.read(rel)))
         try:
             values = counters.read_report_values(module, target)
-            metrics = counters.compare_report_values(rows, values)
+            metrics = arith_counters.report_agreement(rows, values)
         except BundleError as exc:
             return failed("profile.ncu_report", subject, str(exc))
     return passed("profile.ncu_report", subject, recomputed=metrics, tolerance="integers exact; floats half a printed digit",

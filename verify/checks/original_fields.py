@@ -122,14 +122,14 @@ def check_metadata(f: ArchiveFiles) -> list[CheckResult]:
         out += guarded("metadata.error", b.rel, lambda b=b: fields.check_block(b, reference))
     out += fields.check_block_groups(blocks, None)
     cv_md = blocks[-1].md
-    from bundle import data  # noqa: PLC0415
-    from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+    from protocol import data  # noqa: PLC0415
+    from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
     smoke = smoke_inputs()
     out.append(check_equal("original.cuda_validation.smoke_inputs", CUDA_VALIDATION,
                            get_dict(cv_md, "input_hashes", CUDA_VALIDATION),
                            {k: data.array_sha256(smoke[k]) for k in ("train_images", "train_labels", "test_images")},
-                           what="smoke input hashes vs the synthetic smoke data rebuilt (bundle.phases.validate)"))
+                           what="smoke input hashes vs the synthetic smoke data rebuilt (protocol.fixture_inputs)"))
     energy_sw = [("results/draw-00.json", get_dict(f.json("results/draw-00.json"), "energy.software", "draw-00"))]
     energy_sw += [(rel, get_dict(rec, "result.energy.software", rel)) for n, (rel, rec) in _records(f).items()
                   if n in WORKSPACES]
@@ -718,7 +718,7 @@ def check_submissions(f: ArchiveFiles) -> list[CheckResult]:
 
 
 def _raw_pins(raw_sources: Mapping[str, Any]) -> list[Any]:
-    from bundle import data  # noqa: PLC0415
+    from protocol import data  # noqa: PLC0415
 
     return [data.RAW_FILES[k] for k in raw_sources if k in data.RAW_FILES]
 

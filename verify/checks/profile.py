@@ -1,7 +1,7 @@
 """Profiling checks: per-sequence DRAM and L2 figures recomputed from raw metric rows (spec 6.3).
 
 value = float(raw_value without thousands separators), base units only (a scaled unit such
-as ``Mbyte`` is refused, never rescaled: :func:`bundle.profile.scale_value`); with S sequences in
+as ``Mbyte`` is refused, never rescaled: :func:`protocol.ncu.scale_value`); with S sequences in
 the range (16 for scope ``task``, 1 for ``training``): DRAM read/write/total bytes per
 sequence = metric / S; L2 request bytes per sequence = 32 × sectors / S; the hit rate is
 not normalised. ``.ncu-rep`` reports are read through ``ncu_report`` only when it is
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 
-from bundle import profile as counters
-from bundle.errors import BundleError
+from protocol import ncu as counters
+from protocol.errors import BundleError
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from verify.records import RecordError, get, get_dict, get_str
 from verify.result import CheckResult, check_close, check_equal, check_true, unavailable
@@ -27,9 +27,9 @@ SEQUENCES_IN_RANGE = {"task": 16, "training": 1}
 def metric_value(row: dict, name: str, where: str) -> float:
     """Value of one raw metric row (``raw_value``, ``raw_unit``) in its base unit.
 
-    Parsed strictly by :func:`bundle.profile.scale_value`: base units only (byte, sector, %),
+    Parsed strictly by :func:`protocol.ncu.scale_value`: base units only (byte, sector, %),
     numbers in ncu's printed grammar (``1,234,567``; ``1,23`` refused), a hit rate at most
-    :data:`bundle.profile.HIT_RATE_REFUSE_PERCENT`.
+    :data:`protocol.ncu.HIT_RATE_REFUSE_PERCENT`.
 
     Raises:
         RecordError: missing fields, a scaled or unknown unit, a malformed, negative or

@@ -14,7 +14,7 @@ import posixpath
 
 import numpy as np
 
-from bundle import data
+from protocol import data
 from verify.checks import accuracy, draws, memory, run_energy
 from verify.checks.consistency import check_config, check_same, check_workspace_string
 from verify.checks.run_common import frozen_predictions_sha, frozen_smoke_predictions_sha

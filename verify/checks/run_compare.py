@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from bundle import data
+from protocol import data
 from protocol.hostrefs import FROZEN_REFERENCE, FROZEN_VALIDATION
 from verify.checks import memory
 from verify.checks.run_common import compare_fields, frozen_draw_metadata, json_record, stored_sha

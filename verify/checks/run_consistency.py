@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from bundle import data, hostinfo
+from protocol import data
+from protocol import host_records as hostinfo
 from verify.checks import draws, run, run_host
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, check_config
 from verify.checks.run_common import compare_fields, json_record
@@ -227,7 +228,7 @@ def check_configs(f: ArchiveFiles) -> list[CheckResult]:
 
 def check_inputs(f: ArchiveFiles) -> list[CheckResult]:
     """Input archives rebuilt from the raw MNIST files have the sha256 every record states."""
-    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415 - torch-free writer helper
+    from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: PLC0415
 
     by_draw: dict[int, set[tuple[str, str]]] = {}
     out: list[CheckResult] = []
@@ -257,7 +258,7 @@ def check_inputs(f: ArchiveFiles) -> list[CheckResult]:
         path, sha = get_str(d, "path", w), get_str(d, "sha256", w)
         phase = path.split("/")[0]
         if path.startswith("validate/"):
-            from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+            from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
             want = hashlib.sha256(npz_bytes({k: v for k, v in smoke_inputs().items() if k in INPUT_KEYS})).hexdigest()
         else:

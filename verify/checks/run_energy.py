@@ -15,9 +15,10 @@ A fixture record's ``energy.settings.mode`` says which protocol wrote it:
 as an interleaved summary is, plus each trial's learner (its record's ``learner`` block) and one
 kernel source sha256 across every ``rev88-fused`` record of the archive.
 
-Trial figures are recomputed with :func:`bundle.energy.recompute_trial`; summaries with
-:func:`bundle.energy.summarise` and :func:`bundle.energy.ratio_of_means` (the writer's pure
-arithmetic; no torch).
+Trial figures, summaries and Fieller ratios are recomputed with the verifier's own arithmetic
+(:mod:`verify.arith.energy`, exact t quantiles); a recorded t quantile may differ from the exact one
+by the writer's table rounding (:data:`T_TABLE_REL_TOL`) or interpolation (:data:`T_INTERPOLATED_REL_TOL`),
+and the interval is then checked against the quantile the record states.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import math
 import re
 from typing import Any
 
-from bundle import energy as en
+from protocol import energy_design as design
+from verify.arith import energy as arith
 from verify.checks import energy
 from verify.checks.run_common import compare_fields, json_record, stored_sha
 from verify.integrity import ArchiveFiles
@@ -39,12 +41,44 @@ IDLE_SLACK_S = 0.1
 """An idle window may be this much shorter than the requested idle time (the original's
 verifier accepted 2.9 s for 3 s)."""
 
-ORIGINAL_PROTOCOL = {"trials": en.ORIGINAL_TRIALS, "target_ms": en.ORIGINAL_TARGET_MS,
-                     "settle_seconds": en.ORIGINAL_SETTLE_S, "idle_seconds": en.ORIGINAL_IDLE_S}
+ORIGINAL_PROTOCOL = {"trials": design.ORIGINAL_TRIALS, "target_ms": design.ORIGINAL_TARGET_MS,
+                     "settle_seconds": design.ORIGINAL_SETTLE_S, "idle_seconds": design.ORIGINAL_IDLE_S}
 INTERLEAVED_KEYS = ("settle_seconds", "idle_seconds", "active_seconds", "sample_interval_s")
 RATIO_KEYS = ("idle_adjusted_mj_per_task", "unadjusted_mj_per_task", "cuda_ms_per_task")
 BASELINE = ":4096:8"
 WORKSPACES = (":4096:8", ":16:8", ":0:0")
+SPREAD_KEYS = ("idle_adjusted_mj_per_task", "cuda_ms_per_task")
+"""The per-task figures whose per-board means the between-board spread summarises."""
+
+T_TABLE_REL_TOL = 5e-7
+"""How far a recorded t quantile at an integer df (a summary over n values, df = n - 1) may lie from
+the exact t(0.975, df): the writer takes it from a table rounded to 6 decimals (half a unit of the
+6th decimal over the smallest quantile, 1.96, is 2.6e-7)."""
+T_INTERPOLATED_REL_TOL = 5e-3
+"""How far a recorded t quantile at a non-integer df (a Fieller ratio's Welch-Satterthwaite df) may lie
+from the exact t(0.975, df): the writer interpolates linearly in 1/df between the table's integer rows,
+which is off by up to 3.6e-3 for df in [3, 4] (1.6e-2 in [2, 3], 1.2e-3 in [4, 6], 2.5e-4 in [6, 10];
+measured against mpmath at 60 points per range). The kept archives' ratios have df 3.0 to 7.9. A
+ratio with df below 3 whose recorded t is the interpolated one fails here, and says so."""
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...``, or None where a level is missing or not an object."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _with_recorded_t(recorded: Any, compute: Any, rel_tol: float) -> dict[str, Any]:
+    """What a summary or ratio should hold: computed with the exact t quantile, unless the record's
+    ``t_quantile`` lies within *rel_tol* of it; then with the recorded quantile, so that its interval,
+    ``g`` and bounds are checked to the bit against the quantile the record states."""
+    exact = compute(None)
+    stated = recorded.get("t_quantile") if isinstance(recorded, dict) else None
+    if (isinstance(stated, float) and math.isfinite(stated)
+            and math.isclose(stated, exact["t_quantile"], rel_tol=rel_tol)):
+        return compute(stated)
+    return exact
 
 
 def check_record_energy(rec: dict, *, subject: str, where: str) -> list[CheckResult]:
@@ -62,7 +96,7 @@ def check_record_energy(rec: dict, *, subject: str, where: str) -> list[CheckRes
                                   for k, v in ORIGINAL_PROTOCOL.items()),
                               f"original-protocol record states {stated}, the original protocol is {ORIGINAL_PROTOCOL}",
                               recorded=stated))
-        return out + energy.check_energy_block(e, subject=subject, where=where, trials_expected=en.ORIGINAL_TRIALS)
+        return out + energy.check_energy_block(e, subject=subject, where=where, trials_expected=design.ORIGINAL_TRIALS)
     if mode != "trial":
         return out + [failed("energy.settings.mode", subject, f"unknown energy mode {mode!r}: expected 'original' "
                              "or 'trial'", recorded=mode)]
@@ -93,7 +127,7 @@ def check_record_energy(rec: dict, *, subject: str, where: str) -> list[CheckRes
 
 
 def _figures(rec: dict, where: str) -> list[dict[str, Any]]:
-    return [en.recompute_trial(t) for t in get_list(rec, "energy.trials", where)]
+    return [arith.trial(t) for t in get_list(rec, "energy.trials", where)]
 
 
 def check_interleaved(f: ArchiveFiles, rel: str = "energy/interleaved.json.gz") -> list[CheckResult]:
@@ -118,7 +152,7 @@ def check_learners(f: ArchiveFiles) -> list[CheckResult]:
     each trial's learner: the record's ``learner`` block names the arm's learner (absent for
     ``rev88``), the arm's recorded block equals its records', and every ``rev88-fused`` record of the
     archive carries one 64-hex ``kernel_source_sha256`` and one Triton version."""
-    from bundle.phases.energy import LEARNER_ARMS, LEARNERS_BASELINE, arm_label  # noqa: PLC0415  (no torch)
+    from protocol.energy_design import LEARNER_ARMS, LEARNERS_BASELINE, arm_label  # noqa: PLC0415
 
     summary = json_record(f, LEARNERS)
     if summary is None:
@@ -587,7 +621,7 @@ def _check_design(f: ArchiveFiles, rel: str, summary: dict, what: str, expected:
     order = [(get_int(t, "round", rel), *identity(t, rel)) for t in trials]
     out.append(check_equal(f"{cid}.order", rel, order, expected,
                            what="(round, arm) order: round r starts at arm r mod 3"))
-    values: dict[str, dict[str, list[float]]] = {a: {k: [] for k in en.PER_TASK_KEYS} for a in arms}
+    values: dict[str, dict[str, list[float]]] = {a: {k: [] for k in design.PER_TASK_KEYS} for a in arms}
     uuid = get_str(summary, "gpu.uuid", rel)
     present = []
     for i, t in enumerate(trials):
@@ -621,14 +655,14 @@ def _check_design(f: ArchiveFiles, rel: str, summary: dict, what: str, expected:
         fig = _figures(rec, record_rel)[0]
         want_row = {"invocations": get_int(e, "repeats_per_trial", record_rel),
                     "calibration_ms": get_float(e, "calibration_ms", record_rel),
-                    **{k: fig[k] for k in ("paired_idle_w", *en.PER_TASK_KEYS)}}
+                    **{k: fig[k] for k in ("paired_idle_w", *design.PER_TASK_KEYS)}}
         out.append(compare_fields(f"{cid}.trial", subject, t, want_row,
                                   what="trial row recomputed from the record's raw stamps"))
-        for k in en.PER_TASK_KEYS:
-            values.setdefault(arm, {key: [] for key in en.PER_TASK_KEYS})[k].append(fig[k])
+        for k in design.PER_TASK_KEYS:
+            values.setdefault(arm, {key: [] for key in design.PER_TASK_KEYS})[k].append(fig[k])
     if "executed_order" in summary or "next_trial_prestarted" in settings:
         # since 2026-12-01: the order the trials ran in, from their completion stamps; a deviation is declared
-        from bundle.phases.energy import ORDER_DEVIATION, executed_order  # noqa: PLC0415
+        from protocol.energy_design import ORDER_DEVIATION, executed_order  # noqa: PLC0415
 
         stamps = [(json_record(f, f"energy/{get_str(t, 'record', rel)}") or {}).get("completed_at_utc", "")
                   for t in trials]
@@ -642,20 +676,26 @@ def _check_design(f: ArchiveFiles, rel: str, summary: dict, what: str, expected:
                                     "deviation from the design order declared where there is one"))
     recorded = get_dict(summary, "summaries", rel)
     for arm in arms:
-        for k in en.PER_TASK_KEYS:
+        for k in design.PER_TASK_KEYS:
             if len(values[arm][k]) >= 2:
-                out.append(compare_fields(f"{cid}.summary.{k}", f"{rel} {arm}",
-                                          get(recorded, (arm, k), None, rel), en.summarise(values[arm][k]),
-                                          what=f"{arm} {k} summary"))
+                rec_k, vals = get(recorded, (arm, k), None, rel), values[arm][k]
+                out.append(compare_fields(f"{cid}.summary.{k}", f"{rel} {arm}", rec_k,
+                                          _with_recorded_t(rec_k, lambda t, v=vals: arith.summary(v, t=t),
+                                                           T_TABLE_REL_TOL),
+                                          what=f"{arm} {k} summary (t quantile within {T_TABLE_REL_TOL:g} of "
+                                               "the exact one)"))
     ratios = get_dict(summary, "ratios_vs_baseline", rel)
     for arm in arms:
         if arm == baseline:
             continue
         for k in RATIO_KEYS:
             if len(values[arm][k]) >= 2 and len(values[baseline][k]) >= 2:
-                out.append(compare_fields(f"{cid}.ratio.{k}", f"{rel} {arm}", get(ratios, (arm, k), None, rel),
-                                          en.ratio_of_means(values[arm][k], values[baseline][k]),
-                                          what=f"{arm}/{baseline} {k} ratio with Fieller interval"))
+                rec_k, num, den = get(ratios, (arm, k), None, rel), values[arm][k], values[baseline][k]
+                out.append(compare_fields(f"{cid}.ratio.{k}", f"{rel} {arm}", rec_k,
+                                          _with_recorded_t(rec_k, lambda t, a=num, b=den: arith.fieller_ratio(a, b, t=t),
+                                                           T_INTERPOLATED_REL_TOL),
+                                          what=f"{arm}/{baseline} {k} ratio with Fieller interval (t quantile "
+                                               f"within {T_INTERPOLATED_REL_TOL:g} of the exact one)"))
     return out, present
 
 
@@ -673,10 +713,12 @@ def check_original_summary(f: ArchiveFiles) -> list[CheckResult]:
     out = [check_equal("energy.original_summary.workspace", rel, ws, BASELINE,
                        what="the original protocol ran the library default :4096:8")]
     figures = _figures(rec, record_rel)
-    for k in en.PER_TASK_KEYS:
-        out.append(compare_fields(f"energy.original_protocol.summary.{k}", f"{rel} {ws}",
-                                  get(summary, ("summaries", k), None, rel), en.summarise([x[k] for x in figures]),
-                                  what=f"original-protocol {k} summary"))
+    for k in design.PER_TASK_KEYS:
+        rec_k, vals = get(summary, ("summaries", k), None, rel), [x[k] for x in figures]
+        out.append(compare_fields(f"energy.original_protocol.summary.{k}", f"{rel} {ws}", rec_k,
+                                  _with_recorded_t(rec_k, lambda t, v=vals: arith.summary(v, t=t), T_TABLE_REL_TOL),
+                                  what=f"original-protocol {k} summary (t quantile within {T_TABLE_REL_TOL:g} of the "
+                                       "exact one)"))
     return out
 
 
@@ -692,8 +734,8 @@ def design_summaries(f: ArchiveFiles) -> list[str]:
 
 
 def check_between_boards(f: ArchiveFiles) -> list[CheckResult]:
-    """``energy/between-boards.json.gz`` recomputed from the per-board summaries (``bundle.phases.energy
-    .between_boards``'s arithmetic); designs on distinct boards; absent with one design, required with more."""
+    """``energy/between-boards.json.gz`` recomputed from the per-board summaries (:func:`verify.arith.energy
+    .between_boards`); designs on distinct boards; absent with one design, required with more."""
     rel = "energy/between-boards.json.gz"
     designs = design_summaries(f)
     spread = json_record(f, rel)
@@ -701,11 +743,23 @@ def check_between_boards(f: ArchiveFiles) -> list[CheckResult]:
         if len(designs) > 1:
             return [failed("energy.between_boards", rel, f"{len(designs)} per-board designs but no {rel}")]
         return []
-    from bundle.phases.energy import between_boards  # noqa: PLC0415  (pure arithmetic; no torch)
-
     def one() -> list[CheckResult]:
         summaries = [json_record(f, d) or {} for d in designs]
-        want = between_boards(summaries)
+        uuids = [s["gpu"]["uuid"] for s in summaries]
+        if len(set(uuids)) != len(uuids):
+            return [failed("energy.between_boards", rel, f"two per-board designs on one board ({uuids})")]
+        want = arith.between_boards(summaries, workspaces=WORKSPACES, baseline=BASELINE, keys=SPREAD_KEYS)
+        want["boards"] = [{"uuid": s["gpu"]["uuid"], "nvml_pci_bus_id": s["gpu"]["nvml_pci_bus_id"],
+                           "summary": d.split("/")[-1]} for d, s in zip(designs, summaries, strict=True)]
+        for ws, per_key in want["spread_of_means"].items():
+            for k in per_key:
+                vals = want["per_board_means"][ws][k]
+                per_key[k] = _with_recorded_t(_dig(spread, "spread_of_means", ws, k),
+                                              lambda t, v=vals: arith.summary(v, t=t), T_TABLE_REL_TOL)
+        for ws in want["spread_of_ratios"]:
+            vals = want["per_board_idle_adjusted_ratio_vs_baseline"][ws]
+            want["spread_of_ratios"][ws] = _with_recorded_t(_dig(spread, "spread_of_ratios", ws),
+                                                            lambda t, v=vals: arith.summary(v, t=t), T_TABLE_REL_TOL)
         keys = ("boards", "per_board_means", "per_board_idle_adjusted_ratio_vs_baseline", "spread_of_means",
                 "spread_of_ratios")
         return [compare_fields("energy.between_boards", rel, {k: spread.get(k) for k in keys},

@@ -38,9 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from bundle import data
-from bundle import profile as counters
-from bundle.phases.energy import DEFAULT_LEARNER, learner_of
+from protocol import data
+from protocol import ncu as counters
+from protocol.energy_design import DEFAULT_LEARNER, learner_of
+from protocol.fixture_texts import INVENTORY_SCOPE, MEMORY_SCOPE
 from verify.checks import fields, run, run_consistency
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER
 from verify.checks.original_fields import check_replay_validation, power_plausibility, split_batches
@@ -338,7 +339,7 @@ def check_fixture_fields(f: ArchiveFiles) -> list[CheckResult]:
                               "environment_was_set_externally": True, "same_process_reference_hashes_matched":
                                   list(STATE_KEYS), "predictions_file": want_pred,
                               "cache_reference": [l2, f"{l2 >> 20} MiB"],
-                              "memory_scope": _writer_text("MEMORY_SCOPE"), "inventory_scope": _writer_text("INVENTORY_SCOPE"),
+                              "memory_scope": MEMORY_SCOPE, "inventory_scope": INVENTORY_SCOPE,
                               "energy": "present" if rel.startswith("energy/") else None, "test_labels_read": False},
                              what="schema, mode and scope of the phase, workspace set before start, all eight hashes "
                                   "matched in-process, its prediction file, L2 reference = the board's L2, scope texts")]
@@ -377,7 +378,7 @@ def check_smoke_record(f: ArchiveFiles) -> list[CheckResult]:
     config file and its inputs (the synthetic smoke data rebuilt)."""
     if not f.has(CLI):
         return []
-    from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+    from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
     from verify.checks import memory  # noqa: PLC0415
 
     rec = f.json(CLI)
@@ -433,12 +434,6 @@ def check_execution_hosts(f: ArchiveFiles) -> list[CheckResult]:
                                    get(rec, f"{prefix}software.python", str, rel),
                                    what="host Python of a native job vs its software record"))
     return out
-
-
-def _writer_text(name: str) -> str:
-    from bundle import fixture  # noqa: PLC0415 - imports no torch at module level
-
-    return getattr(fixture, name)
 
 
 def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
@@ -499,7 +494,7 @@ def check_qualify_fields(f: ArchiveFiles) -> list[CheckResult]:
                                           get(fx, "memory.allocated_after_invoke_bytes", int, rel) - named,
                                       "cache_reference": [get(fx, "hardware.l2_cache_bytes", int, rel),
                                                           f"{get(fx, 'hardware.l2_cache_bytes', int, rel) >> 20} MiB"],
-                                      "memory_scope": _writer_text("MEMORY_SCOPE")},
+                                      "memory_scope": MEMORY_SCOPE},
                                      what="fresh-process block: one fixture process per draw (its allocator started "
                                           "empty), its prediction file the stored one, named storage as the frozen "
                                           "inventory"))
@@ -590,7 +585,7 @@ def check_comparison_fields(f: ArchiveFiles) -> list[CheckResult]:
 
 
 def _roles() -> dict[str, str]:
-    from bundle.phases.compare import WORKSPACES  # noqa: PLC0415 - torch-free at import
+    from protocol.workspaces import WORKSPACES  # noqa: PLC0415
 
     return dict(WORKSPACES)
 
@@ -620,7 +615,7 @@ def check_energy_fields(f: ArchiveFiles) -> list[CheckResult]:
             if get_str(settings, "mode", rel) == "original" and f.has(cfg_rel):
                 out.append(check_equal("energy.original.energy_config", cfg_rel, f.json(cfg_rel), {},
                                        what="the original-protocol job's --energy-config (the protocol's defaults)"))
-    from bundle.phases.energy import LEARNERS_BASELINE  # noqa: PLC0415  (no torch)
+    from protocol.energy_design import LEARNERS_BASELINE  # noqa: PLC0415
     from verify.checks.run_energy import LEARNERS, trial_summaries  # noqa: PLC0415
 
     for w in trial_summaries(f):
@@ -730,7 +725,7 @@ def check_profile_fields(f: ArchiveFiles) -> list[CheckResult]:
                                 "metrics": list(counters.NCU_METRICS), "profile_flags": list(counters.NCU_PROFILE_FLAGS),
                                 "ncu_version_note": _version_note(caps.get("ncu_version")),
                                 "stdout.path": "metric-query.stdout.txt.gz", "stderr.path": "metric-query.stderr.txt.gz"},
-                               what="metric query command, metrics and flags vs bundle.profile"))
+                               what="metric query command, metrics and flags vs protocol.ncu"))
         from verify.checks.run_profile import check_files_map  # noqa: PLC0415
 
         out += check_files_map(f, w, {"files": get_dict(query, "files", w)}, w)
@@ -765,9 +760,9 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     The runs' scope is each fixture's ``placement.gpu_lock.scope`` (``process`` when the record has a
     lock without a scope, as before scopes existed). ``gpu_lock_scope`` (absent before 2026-12-01
     evening) must name it, and the ``gpu_lock`` sentence must be the writer's sentence for it
-    (``bundle.phases.profile.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
+    (``protocol.profile_texts.GPU_LOCK_TEXT``), so dropping the key does not hide a changed sentence.
     """
-    from bundle.phases.profile import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415 - torch-free at import
+    from protocol.profile_texts import GPU_LOCK_TEXT, lock_scope_of  # noqa: PLC0415
 
     placement = summary.get("placement") if isinstance(summary.get("placement"), dict) else {}
     scopes = {lock_scope_of(rec.get("fixture") or {}) or "no lock record" for _, rec in runs}
@@ -779,12 +774,12 @@ def _summary_lock_checks(w: str, summary: dict, runs: list) -> list[CheckResult]
     if "gpu_lock" in placement:
         out.append(check_equal("profile.summary.gpu_lock_text", w, placement.get("gpu_lock"),
                                GPU_LOCK_TEXT.get(one, f"the sentence of a known scope ({', '.join(GPU_LOCK_TEXT)})"),
-                               what="the lock sentence of the runs' scope (bundle.phases.profile.GPU_LOCK_TEXT)"))
+                               what="the lock sentence of the runs' scope (protocol.profile_texts.GPU_LOCK_TEXT)"))
     return out
 
 
 def _version_note(version: Any) -> str:
-    from bundle.phases.profile import VERSION_NOTE  # noqa: PLC0415 - torch-free at import
+    from protocol.profile_texts import VERSION_NOTE  # noqa: PLC0415
 
     return VERSION_NOTE.format(pinned=counters.PINNED_NCU_VERSION, found=version or "an unknown version")
 
@@ -817,7 +812,7 @@ def _runtime_cross_check(rec: Mapping[str, Any], csv: counters.CounterRows, rel:
             csv_value = counters.scale_value(name, raw, unit or next(iter(counters.METRIC_UNITS[name])))
             exact = isinstance(rv, int) or name in counters.INTEGER_METRICS
             tol = 0.0 if exact else max(counters.REPORT_REL_TOL * abs(float(rv)),
-                                        counters._printed_resolution(raw) * counters.METRIC_UNITS[name].get(unit, 1.0))
+                                        counters.printed_resolution(raw) * counters.METRIC_UNITS[name].get(unit, 1.0))
             ok = (m.get("csv_value") == csv_value and isinstance(rv, int | float)
                   and abs(float(rv) - csv_value) <= tol and m.get("tolerance") == tol)
         if not ok:
@@ -891,7 +886,7 @@ def _check_refused_npz(f: ArchiveFiles) -> list[CheckResult]:
     rel = "validate/smoke/with-test-labels.npz"
     if not f.has(rel):
         return []
-    from bundle.phases.validate import smoke_inputs  # noqa: PLC0415 - torch-free
+    from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
     try:
         with np.load(io.BytesIO(f.read(rel)), allow_pickle=False) as z:
@@ -902,7 +897,7 @@ def _check_refused_npz(f: ArchiveFiles) -> list[CheckResult]:
     same = list(got) == list(want) and all(got[k].dtype == want[k].dtype and got[k].shape == want[k].shape
                                            and np.array_equal(got[k], want[k]) for k in want)
     return [check_true("validate.refused_npz", rel, same, "the refused archive is not the smoke inputs plus a zero "
-                       "test_labels array (bundle.phases.validate)", recomputed=sorted(want))]
+                       "test_labels array (protocol.fixture_inputs)", recomputed=sorted(want))]
 
 
 def check_environment_fields(f: ArchiveFiles) -> list[CheckResult]:
@@ -919,13 +914,13 @@ def check_environment_fields(f: ArchiveFiles) -> list[CheckResult]:
             out.append(check_equal("consistency.environment.host_python", f"{rel} executions.{i}",
                                    get_str(ex, "host_python", w), get_str(sw, "python", w),
                                    what="a native run's host Python is the jobs' Python"))
-    from bundle.phases.fixture_runner import INPUT_KEYS, npz_bytes  # noqa: PLC0415
+    from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: PLC0415
 
     for i, d in enumerate(env.get("dropped_files") or []):
         w = f"{rel}: dropped_files.{i}"
         path = get_str(d, "path", w)
         if path.startswith("validate/"):
-            from bundle.phases.validate import smoke_inputs  # noqa: PLC0415
+            from protocol.fixture_inputs import smoke_inputs  # noqa: PLC0415
 
             blob = npz_bytes({k: v for k, v in smoke_inputs().items() if k in INPUT_KEYS})
         else:

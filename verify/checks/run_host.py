@@ -1,14 +1,14 @@
 """Where a record says it ran: the pinned-image claim, the image marker, the CPU block.
 
-* ``pinned_image: true`` needs a well-formed ``image_marker`` (``bundle.hostinfo.image_marker_problems``),
+* ``pinned_image: true`` needs a well-formed ``image_marker`` (``protocol.host_records.image_marker_problems``),
   engine ``docker``, the pinned software stack, and the marker's ``torch``/``numpy`` equal to
-  the record's software (``bundle.hostinfo.pinned_image_holds``, the writer's own rule);
+  the record's software (``protocol.host_records.pinned_image_holds``, the writer's own rule);
 * a recorded marker's ``lock_sha256`` equals the sha256 of ``docker/requirements-gpu.lock``
   when that file can be found (``protocol.hostrefs.GPU_LOCK_FILE``: ``$REV88_GPU_LOCK_FILE``, else
   the checkout's copy, else the image's); otherwise that sub-check is UNAVAILABLE, never PASS;
 * ``image_id``, where recorded and not null, reads ``sha256:<64 hex>``;
 * a ``cpu`` block (hardware records, in-process qualification records, executions) holds a
-  non-empty ``model`` and positive integer thread counts (``bundle.hostinfo.cpu_record_problems``).
+  non-empty ``model`` and positive integer thread counts (``protocol.host_records.cpu_record_problems``).
 
 Older records have none of these keys and ``pinned_image: false``: nothing here applies to them.
 """
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bundle import hostinfo
+from protocol import host_records as hostinfo
 from protocol.hostrefs import GPU_LOCK_FILE
 from verify import safeio
 from verify.result import CheckResult, check_equal, check_true, failed, unavailable
@@ -92,7 +92,7 @@ def check_execution_block(ex: Any, subject: str) -> list[CheckResult]:
         claim = "claims the pinned image" if pinned is True else "records an image marker"
         out.append(check_true(MARKER_CHECK, subject, not problems,
                               f"{claim} but {'; '.join(problems[:4])}: only a container with the image's own "
-                              "marker (bundle.hostinfo.read_image_marker) and the pinned versions may claim it",
+                              "marker (read by the writer's bundle.hostinfo.read_image_marker) and the pinned versions may claim it",
                               recorded=marker))
     if isinstance(marker, Mapping) and isinstance(marker.get("lock_sha256"), str) \
             and hostinfo.SHA256_RE.fullmatch(marker["lock_sha256"]):

@@ -1,13 +1,13 @@
 """Profile phase of a run archive (spec 6, docs/evidence-format.md ``profile/``).
 
-Per run record: the figures from its ``metric_rows`` (:func:`bundle.profile.normalise_counters`)
-and from the raw CSV re-parsed (:func:`bundle.profile.parse_raw_csv`); the ncu command
+Per run record: the figures from its ``metric_rows`` (:func:`verify.arith.counters.per_sequence`)
+and from the raw CSV re-parsed (:func:`protocol.ncu.parse_raw_csv`); the ncu command
 audited; every entry of its ``files`` map equal to the manifest's hashes of that member;
 its fixture record (named by ``files.fixture_record``) on the same device and scope; the
 stored ``.ncu-rep`` re-read through ``ncu_report`` and cross-checked with the CSV
-(:func:`bundle.profile.compare_report_values`), a report not stored being UNAVAILABLE with
+(:func:`verify.arith.counters.report_agreement`), a report not stored being UNAVAILABLE with
 the recorded reason. ``profiles.json.gz``: order, per-repeat figures, mean and SD
-(:func:`bundle.profile.summarise_repeats`), versions against ``capabilities.json.gz``.
+(:func:`verify.arith.counters.repeat_summary`), versions against ``capabilities.json.gz``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from bundle import profile as counters
-from bundle.errors import BundleError
+from protocol import ncu as counters
+from protocol.errors import BundleError
+from verify.arith import counters as arith_counters
 from verify.checks import profile, run_profile_text
 from verify.checks.run_common import compare_fields, json_record
 from verify.integrity import ArchiveFiles
@@ -102,7 +103,7 @@ def _check_report(f: ArchiveFiles, rel: str, rec: dict, rows: counters.CounterRo
     if read["status"] != "read":
         return failed("profile.ncu_report", subject, str(read["reason"]))
     try:
-        metrics = counters.compare_report_values(rows, read)
+        metrics = arith_counters.report_agreement(rows, read)
     except BundleError as exc:
         return failed("profile.ncu_report", subject, str(exc), recomputed=read.get("values"))
     recorded = get(rec, "ncu_report_cross_check.metrics", (dict, type(None)), rel) \
@@ -121,7 +122,7 @@ def check_run(f: ArchiveFiles, rel: str, rec: dict) -> tuple[list[CheckResult], 
     scope = get_str(rec, "scope", rel)
     subject = f"{rel} {ws}"
     out = profile.check_profile_figures(rec, scope=scope, subject=subject, where=rel, hit_rate_max_percent=None)
-    figures = counters.normalise_counters(get_dict(rec, "metric_rows", rel), counters.SEQUENCES_IN_RANGE[scope], scope)
+    figures = arith_counters.per_sequence(get_dict(rec, "metric_rows", rel), counters.SEQUENCES_IN_RANGE[scope], scope)
     out.append(compare_fields("profile.figures", subject, rec, figures, what="per-sequence figures (spec 6.3)"))
     out.append(check_equal("profile.hit_rate_flag", subject, get(rec, "l2_sector_hit_rate_above_100_percent", bool, rel),
                            figures["l2_sector_hit_rate_percent"] > counters.HIT_RATE_MAX_PERCENT,
@@ -205,7 +206,7 @@ def check_summary(f: ArchiveFiles, figures: dict[str, tuple]) -> list[CheckResul
         first, ws, scope = figures[f"profile/{runs[0]}.json.gz"]
         same = all(figures[f"profile/{r}.json.gz"][1:] == (ws, scope) for r in runs)
         out.append(compare_fields("profile.summary.mean_sd", f"{rel} {key}", entry,
-                                  {**counters.summarise_repeats(reps),
+                                  {**arith_counters.repeat_summary(reps),
                                    "workspace_config": ws if same else "<runs of different workspaces>",
                                    "scope": scope, "range_training_sequences": first["range_training_sequences"],
                                    "counter_unit": first["counter_unit"]},

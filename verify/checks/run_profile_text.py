@@ -2,7 +2,7 @@
 
 The profile phase keeps ncu's whole stdout + stderr next to the CSV it parsed. The CSV must
 be exactly the lines of that output that start with a double quote (what
-:func:`bundle.profile.csv_lines` extracts; spec 6.3), so a CSV rewritten with other counts while
+:func:`protocol.ncu.csv_lines` extracts; spec 6.3), so a CSV rewritten with other counts while
 the output still prints the measured ones fails here, for every run, whether or not its
 ``.ncu-rep`` was stored. The fixture prints one line per replay pass
 (``fixture profile/<scope> <workspace>: peak allocated <N> B, predictions <sha>``): each must
@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bundle import profile as counters
+from protocol import ncu as counters
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_str
 from verify.result import CheckResult, check_equal, failed

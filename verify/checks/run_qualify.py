@@ -13,7 +13,7 @@ import io
 
 import numpy as np
 
-from bundle import data
+from protocol import data
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL, accuracy, draws
 from verify.checks.run import check_prediction_file
 from verify.integrity import ArchiveFiles

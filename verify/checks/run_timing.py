@@ -44,7 +44,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bundle.archive import RESUMED_NAME, RESUMED_SCOPE, SCHEMA_VERSION
+from protocol.archive_format import RESUMED_NAME, RESUMED_SCOPE, SCHEMA_VERSION
 from verify.checks.run_common import json_record
 from verify.integrity import ArchiveFiles
 from verify.records import get_dict, get_list
@@ -371,7 +371,7 @@ def _check_gpu_lock(rel: str, rec: dict, pl: dict) -> list[CheckResult]:
 
 def _check_concurrency(f: ArchiveFiles, invocations: list) -> list[CheckResult]:
     """Overlaps recomputed per qualification invocation; spans inside the phase; jobs at once <= jobs."""
-    from bundle.phases.qualify import overlaps  # noqa: PLC0415  (the writer's pure rule; no torch)
+    from verify.arith.timing import overlaps  # noqa: PLC0415
 
     groups: dict[Any, dict[int, tuple[str, dict]]] = {}
     for rel in sorted(f.content):

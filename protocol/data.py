@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bundle.errors import BundleError
+from protocol.errors import BundleError
 from protocol.hostrefs import RAW_MNIST
 
 __all__ = [
