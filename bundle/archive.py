@@ -43,7 +43,12 @@ from protocol.archive_format import (  # noqa: F401  (re-exported: the writer's 
     dumps_canonical,
     gzip_bytes,
 )
-from protocol.atomic_write import atomic_write_bytes, fsync_dir  # noqa: F401  (re-exported)
+from protocol.atomic_write import (  # noqa: F401  (re-exported)
+    atomic_write_bytes,
+    fsync_dir,
+    make_folders,
+    remove_empty_folders,
+)
 from protocol.errors import BundleError
 
 MANIFEST_NAME = "manifest.json"
@@ -51,38 +56,6 @@ ENVIRONMENT_NAME = "environment.json.gz"
 STAGING_DIR = ".staging"
 WORK_DIR = ".work"  # per-phase scratch (derived inputs); removed when the phase completes
 _CHUNK_BYTES = 1 << 20
-
-
-def make_folders(path: str | os.PathLike[str]) -> list[Path]:
-    """Create the folder *path* and its missing parents.
-
-    Returns:
-        The folders this call created, deepest first (empty when *path* existed), for
-        :func:`remove_empty_folders` when the work that needed them is refused or fails.
-
-    Raises:
-        OSError: a folder cannot be created.
-    """
-    path = Path(path)
-    missing: list[Path] = []
-    folder = path
-    while not os.path.lexists(folder) and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    path.mkdir(parents=True, exist_ok=True)
-    return missing
-
-
-def remove_empty_folders(created: list[Path]) -> None:
-    """Remove the folders of :func:`make_folders` again, deepest first, while they are empty, so a
-    refused or failed command leaves no empty folder behind (``out/`` of ``out/run-local``
-    included); a folder that holds anything (a staged record kept for a resume) and every folder
-    above it stay."""
-    for created_folder in created:
-        try:
-            created_folder.rmdir()  # only when empty
-        except OSError:
-            return
 
 
 def utc_now() -> str:

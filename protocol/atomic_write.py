@@ -1,4 +1,5 @@
-"""Atomic file writes: a temporary file in the destination folder, fsync, rename.
+"""Atomic file writes (a temporary file in the destination folder, fsync, rename) and folders a
+refused command removes again.
 
 The project's rule for every file it writes (no partial file that looks complete). The writer
 (:mod:`bundle.archive`) and the verifier's report (:mod:`verify.report`) both write through here.
@@ -66,3 +67,35 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         raise
     fsync_dir(dest.parent)
     return dest
+
+
+def make_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """Create the folder *path* and its missing parents.
+
+    Returns:
+        The folders this call created, deepest first (empty when *path* existed), for
+        :func:`remove_empty_folders` when the work that needed them is refused or fails.
+
+    Raises:
+        OSError: a folder cannot be created.
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    folder = path
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    path.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_empty_folders(created: list[Path]) -> None:
+    """Remove the folders of :func:`make_folders` again, deepest first, while they are empty, so a
+    refused or failed command leaves no empty folder behind (``out/`` of ``out/run-local``
+    included); a folder that holds anything (a staged record kept for a resume) and every folder
+    above it stay."""
+    for created_folder in created:
+        try:
+            created_folder.rmdir()  # only when empty
+        except OSError:
+            return

@@ -470,10 +470,10 @@ def fetch_raw_files(dest: Path, mirrors: Iterable[str] = MIRRORS, *, keys: Itera
     Raises:
         BundleError: no mirror delivered a file with the pinned sha256 (offline, blocked, or
             altered content); names the file and the last error. The folders this call created
-            are removed again while empty (:func:`bundle.archive.remove_empty_folders`).
+            are removed again while empty (:func:`protocol.atomic_write.remove_empty_folders`).
         OSError: *dest* cannot be created.
     """
-    from bundle.archive import make_folders, remove_empty_folders  # noqa: PLC0415
+    from protocol.atomic_write import make_folders, remove_empty_folders  # noqa: PLC0415
 
     dest = Path(dest)
     created = make_folders(dest)
