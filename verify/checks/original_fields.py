@@ -39,7 +39,7 @@ from verify.checks.original import DRAWS, SEED_BASE, STATE_KEYS
 from verify.integrity import ArchiveFiles
 from verify.original_layout import PROFILES
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, guarded
+from verify.result import CheckResult, check_equal, check_true, guarded, unavailable
 
 SUMMARY = "cache-audit/summary.json"
 CUDA_VALIDATION = "cache-audit/cuda-validation.json"
@@ -274,9 +274,11 @@ def _profile_gpus(f: ArchiveFiles) -> list[str]:
 
 
 def fields_same(check_id: str, items: list[tuple[str, Any]], what: str) -> CheckResult:
-    """All values equal (one verdict)."""
+    """All values equal (one verdict); UNAVAILABLE for fewer than two values (nothing compared)."""
     res = fields.same_within_groups(check_id, [items], what=what)
-    return res[0] if res else check_true(check_id, "cache-audit", True, "")
+    if res:
+        return res[0]
+    return unavailable(check_id, "cache-audit", f"{what}: {len(items)} record(s) state it, fewer than two to compare")
 
 
 def _summary_entry(f: ArchiveFiles, name: str) -> dict:

@@ -219,6 +219,10 @@ def check_configs(f: ArchiveFiles) -> list[CheckResult]:
     for rel in qualify_records(f):
         out += guarded("consistency.config", rel, lambda rel=rel: one(rel, f.json(rel), ("config", "metadata.config"),
                                                                       "fixture.config_file_sha256"))
+    if not shas:  # compared nothing: never a PASS
+        out.append(unavailable("consistency.config_file_sha256", "0 records", "no fixture or qualification record "
+                               "states a config_file_sha256 to compare with the frozen config's"))
+        return out
     out.append(check_true("consistency.config_file_sha256", f"{len(shas)} records", all(s == config_sha for s in shas),
                           f"a record's config_file_sha256 is not the frozen config's {config_sha}",
                           recomputed=sorted(set(shas))))
