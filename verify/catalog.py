@@ -215,7 +215,7 @@ _ENTRIES: tuple[Check, ...] = (
        "condition `agg[\"correct\"] >= REQUIRED_CORRECT`; FAIL: {agg['correct']} correct < required {REQUIRED_CORRECT}: does not qualify",
        "Compare a recorded aggregate block with :func:`aggregate` of the per-draw counts.", "checks/accuracy.check_aggregate"),
     _c("accuracy.draw.confusion", RECOMPUTED, NONE,
-       "PASS carrying the recomputed value",
+       "PASS carrying the draw's 10x10 confusion matrix, scored from its stored predictions and evaluation labels after every hash matched (the accuracy record's matrices are compared with it)",
        "Draw *i*'s stored predictions scored against its evaluation labels.", "checks/run_qualify._rescore"),
     _c("accuracy.draw.correct", RECOMPUTED, NONE,
        "PASS: \"rescored against the evaluation labels after every hash matched\"",
@@ -674,7 +674,7 @@ _ENTRIES: tuple[Check, ...] = (
        "allocator bytes at inventory = live after invoke",
        "Named-storage inventory: ids, addresses, aliases, logical bytes, totals.", "checks/memory.check_inventory"),
     _c("memory.inventory.device", CONDITION, COND,
-       "condition `all( get_str(s, \"device\", rel) == \"cuda:0\" for _, (rel, rec) in recs.items() for s in get_list(rec, \"result.buffer_inven`; FAIL: a named storage is not on cuda:0 (the fixture's device)",
+       "condition `all(d == \"cuda:0\" for d in devices)`; FAIL: a named storage is not on cuda:0 (the fixture's device)",
        "Every cache record's inventory structure equals the baseline record's (one model, one set of buffers).", "checks/original_fields.check_inventories"),
     _c("memory.inventory.logical_bytes", CONDITION, COND,
        "condition `logical_ok`; FAIL: logical bytes inconsistent ({bad_logical})",
@@ -1591,9 +1591,15 @@ def lookup(check_id: str) -> Check | None:
     return all_ids().get(check_id)
 
 
-def entry_lines(entry: Check) -> list[str]:
-    """The plain-text description of one entry (``rev88 verify --check ID``)."""
-    lines = [entry.id, f"  family:     {entry.family}", f"  basis:      {entry.basis}",
+def entry_lines(entry: Check, check_id: str | None = None) -> list[str]:
+    """The plain-text description of one entry (``rev88 verify --check ID``).
+
+    Args:
+        entry: the catalog entry.
+        check_id: the concrete id asked for, when *entry* is a pattern that expands to it.
+    """
+    head = entry.id if check_id in (None, entry.id) else f"{check_id}  (pattern {entry.id})"
+    lines = [head, f"  family:     {entry.family}", f"  basis:      {entry.basis}",
              f"  compares:   {entry.compares}", f"  recomputes: {entry.recomputes}",
              f"  tolerance:  {entry.tolerance} ({entry.why})", f"  emitted by: verify/{entry.where}"]
     for name, values in entry.values:
@@ -1650,7 +1656,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rev88: error: {args.check} is not a check id: `rev88 verify --list-checks` lists them",
                   file=sys.stderr)
             return 2
-        print("\n".join(entry_lines(entry)))
+        print("\n".join(entry_lines(entry, args.check)))
     else:
         print("\n".join(list_lines()))
     return 0

@@ -163,7 +163,7 @@ def catalog_text(check_id: str | None, *, as_json: bool = False) -> str:
     if entry is None:
         raise BundleError(f"--check {check_id}: not a check id of the verifier; `rev88 verify --list-checks` lists "
                           "them")
-    return json.dumps(obj(check_id, entry), indent=2) if as_json else "\n".join(catalog.entry_lines(entry))
+    return json.dumps(obj(check_id, entry), indent=2) if as_json else "\n".join(catalog.entry_lines(entry, check_id))
 
 
 def explain_json() -> str:

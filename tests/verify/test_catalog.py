@@ -122,7 +122,8 @@ def test_verify_lists_the_catalog_and_prints_one_entry():
     assert listed == sorted(catalog.all_ids())
     res = runner.invoke(app, ["verify", "--check", "energy.summary.wall_ms_per_task.mean"])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("energy.summary.{key}.mean\n") and "rel 1e-12" in res.output
+    assert res.output.startswith("energy.summary.wall_ms_per_task.mean  (pattern energy.summary.{key}.mean)\n")
+    assert "rel 1e-12" in res.output
     res = runner.invoke(app, ["verify", "--check", "reproduce.timing.record_stamps", "--json"])
     assert json.loads(res.output)["family"] == "reproduce"
     one_line_error(runner.invoke(app, ["verify", "--check", "no.such.check"]), "no.such.check", "--list-checks")
