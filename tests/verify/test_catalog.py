@@ -19,6 +19,8 @@ from bundle.cli import app
 from tests.conftest import REPO_ROOT, forge_record, linked_copy, one_line_error
 from verify import catalog
 from verify.checks.consistency import check_same
+from verify.checks.original_fields import fields_same
+from verify.checks.run_common import compare_fields
 from verify.registry import discover_archives, verify_archive, verify_archives
 from verify.result import Status
 
@@ -134,6 +136,11 @@ def test_verify_lists_the_catalog_and_prints_one_entry():
 def test_a_check_that_compared_nothing_is_unavailable():
     verdict = check_same("consistency.software", [], what="software")
     assert verdict.status is Status.UNAVAILABLE and "nothing was compared" in verdict.reason
+    one = fields_same("original.cache.gpu", [("cache baseline", "H100")], "GPU")
+    assert one.status is Status.UNAVAILABLE and "fewer than two" in one.reason
+    assert fields_same("original.cache.gpu", [("a", "H100"), ("b", "H100")], "GPU").status is Status.PASS
+    assert compare_fields("energy.between_boards", "x", {"a": 1.0}, {}, what="spread").status is Status.UNAVAILABLE
+    assert compare_fields("energy.between_boards", "x", {"a": 1.0}, {"a": 1.0}, what="spread").status is Status.PASS
 
 
 def test_record_stamps_over_no_stamp_are_unavailable_not_pass():

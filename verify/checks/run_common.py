@@ -14,7 +14,7 @@ from typing import Any
 from verify.host import ORIGINAL_ROOT, frozen_reference
 from verify.integrity import ArchiveFiles
 from verify.records import get_str
-from verify.result import CheckResult, failed, passed
+from verify.result import CheckResult, failed, passed, unavailable
 
 REL_TOL = 1e-12
 """Relative tolerance for recomputed floats (the same arithmetic reproduces them to the bit;
@@ -46,8 +46,11 @@ def compare_fields(check_id: str, subject: str, recorded: Any, recomputed: dict,
                    rel_tol: float = REL_TOL) -> CheckResult:
     """One verdict: every key of ``recomputed`` equals the recorded object's (floats within ``rel_tol``).
 
-    Extra recorded keys are not compared (records may carry more than the verifier derives).
+    Extra recorded keys are not compared (records may carry more than the verifier derives). An empty
+    ``recomputed`` compares nothing: UNAVAILABLE, never PASS.
     """
+    if not recomputed:
+        return unavailable(check_id, subject, f"{what}: nothing was recomputed to compare")
     if not isinstance(recorded, dict):
         return failed(check_id, subject, f"{what}: recorded value is not an object", recorded=recorded,
                       recomputed=recomputed)
