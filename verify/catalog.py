@@ -402,8 +402,8 @@ _ENTRIES: tuple[Check, ...] = (
        "The frozen configuration in every record, its metadata, and each ``config.json``.",
        "checks/run_consistency.check_configs"),
     _c("consistency.cpu", CONDITION, COND,
-       "the `hardware.cpu` block of a record names the CPU (model, counts) in the form the writer's host "
-       "reader gives",
+       "a record's cpu block names a non-empty CPU model and positive integer torch thread counts "
+       "(bundle.hostinfo.cpu_record_problems); a null hardware.cpu FAILs",
        "Where a record says it ran: the pinned-image claim, the image marker, the CPU block.",
        "checks/run_host.(module)"),
     _c("consistency.dropped_files", RECOMPUTED, EXACT,
@@ -464,16 +464,17 @@ _ENTRIES: tuple[Check, ...] = (
        "One record's device and software against the executions of environment.json.gz.",
        "checks/run_consistency._check_execution"),
     _c("consistency.image_id", CONDITION, COND,
-       "an execution's `image_id` is a content-addressed `sha256:` id",
+       "an execution's recorded image_id is sha256:<64 hex>",
        "Where a record says it ran: the pinned-image claim, the image marker, the CPU block.",
        "checks/run_host.(module)"),
     _c("consistency.image_marker", CONDITION, COND,
-       "an execution's image marker is well formed (lock sha256, versions)",
+       "an execution that claims the pinned image or records an image marker has a well-formed marker, ran "
+       "under docker with the pinned software, and the marker's torch and numpy equal the software's",
        "Where a record says it ran: the pinned-image claim, the image marker, the CPU block.",
        "checks/run_host.(module)"),
     _c("consistency.image_marker.lock_sha256", RECOMPUTED, EXACT,
-       "the marker's `lock_sha256` equals the sha256 of the image lock file of this checkout (UNAVAILABLE "
-       "where the lock file is absent)",
+       "the image marker's lock_sha256 equals the sha256 of the GPU image's lock file on this host "
+       "(UNAVAILABLE where that file cannot be found)",
        "Where a record says it ran: the pinned-image claim, the image marker, the CPU block.",
        "checks/run_host.(module)"),
     _c("consistency.in_process_qualify", GUARD, NONE,
@@ -641,8 +642,9 @@ _ENTRIES: tuple[Check, ...] = (
        "archive holds the learners design):",
        "checks/run_energy.check_fused_blocks"),
     _c("energy.learners.kernel_source", RECOMPUTED, EXACT,
-       "the archived CUDA kernel source hashes to the `kernel_source_sha256` every CUDA-tool record names, "
-       "and its layout parses",
+       "the archived CUDA kernel source hashes to the kernel_source_sha256 every CUDA-tool record names and "
+       "its layout block parses (UNAVAILABLE for an archive made before archives stored the source, whose "
+       "hash has a legacy layout in the verifier)",
        "``energy.learners.kernel_source``: the archive's copy of the CUDA kernel source its records ran.",
        "checks/run_energy.check_kernel_source"),
     _c("energy.learners.kernel_source_sha256.form", CONDITION, COND,
@@ -845,8 +847,9 @@ _ENTRIES: tuple[Check, ...] = (
        "decompressed size: recorded equals `m.content_size`",
        "Integrity first: every byte of an archive is hashed before any figure is read.",
        "integrity._verify_entry"),
-    _c("integrity.gzip", GUARD, COND,
-       "a `.gz` member is one canonical gzip stream (the writer's header, no trailing bytes)",
+    _c("integrity.gzip", GUARD, NONE,
+       "FAIL: a .gz member whose gzip stream has a problem (not the writer's canonical gzip, trailing bytes, "
+       "unreadable)",
        "Integrity first: every byte of an archive is hashed before any figure is read.",
        "integrity._verify_entry"),
     _c("integrity.hidden", GUARD, NONE,
@@ -896,8 +899,8 @@ _ENTRIES: tuple[Check, ...] = (
        "stored size: recorded equals `m.stored_size`",
        "Integrity first: every byte of an archive is hashed before any figure is read.",
        "integrity._verify_entry"),
-    _c("integrity.size_limit", GUARD, COND,
-       "a member decompresses to no more than its size limit",
+    _c("integrity.size_limit", GUARD, NONE,
+       "FAIL: a member (or its decompressed content) is larger than the limit for its kind",
        "Integrity first: every byte of an archive is hashed before any figure is read.",
        "integrity._verify_entry"),
     _c("integrity.symlink", GUARD, NONE,
