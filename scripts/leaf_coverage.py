@@ -242,6 +242,7 @@ class Harness:
         files = self._files(self.content, self.entries, dict(self.parsed))
         for name, fam in self.families:
             files.reads = set()
+            files.shared.clear()  # a value another family derived and cached would hide this family's reads
             self.baseline[name] = _run(fam, files, name)
             self.family_reads[name] = set(files.reads)
         if self.layout == coverage.ORIGINAL:

@@ -29,12 +29,19 @@ def register(app: typer.Typer) -> None:
         timings: Annotated[bool, typer.Option("--timings", help="print wall time per stage")] = False,
         explain: Annotated[bool, typer.Option(
             "--explain", help="print the attested fields (what no file can confirm, and why) and exit")] = False,
+        list_checks: Annotated[bool, typer.Option(
+            "--list-checks", help="list every check id the verifier can emit (id, basis, tolerance) and exit")] = False,
+        check: Annotated[str | None, typer.Option(
+            "--check", metavar="ID", help="print the catalog entry of one check id (or pattern) and exit")] = None,
     ) -> None:
         # typer keeps the line breaks inside a help paragraph: each paragraph is one line.
         """Verify evidence archives offline: integrity first, then every figure recomputed from raw fields.
 
         Prints one summary line per archive, then every FAIL and every group of UNAVAILABLE verdicts that share a reason (with its count; a reason found in several archives is printed once, after them, with its count over all), and last one total line over all archives (with the seconds taken); --verbose adds the PASS counts, --json gives every verdict. Exit status 1 when anything FAILs.
         """
+        if list_checks or check is not None:
+            typer.echo(catalog_text(check, as_json=as_json))
+            return
         if explain:
             if as_json:
                 typer.echo(explain_json())
@@ -125,6 +132,38 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"rev88: error: {archive} fails verification: the report lists the failed checks and marks "
                        "their figures 'not verified'; run `rev88 verify` on it", err=True)
             raise typer.Exit(code=1)
+
+
+def catalog_text(check_id: str | None, *, as_json: bool = False) -> str:
+    """The catalog of checks (``--list-checks``) or one entry (``--check ID``), as text or JSON.
+
+    Args:
+        check_id: None for the whole list, else a concrete check id or a pattern as the catalog writes it.
+        as_json: one object per concrete id (``id``, ``pattern``, ``family``, ``basis``, ``tolerance``,
+            ``why``, ``compares``, ``recomputes``, ``where``), or that one entry's object.
+
+    Raises:
+        BundleError: *check_id* is not in :data:`verify.catalog.CATALOG`.
+    """
+    import json
+
+    from bundle.errors import BundleError
+    from verify import catalog
+
+    def obj(cid: str, c: catalog.Check) -> dict:
+        return {"id": cid, "pattern": c.id if c.values else None, "family": c.family, "basis": c.basis,
+                "tolerance": c.tolerance, "why": c.why, "compares": c.compares, "recomputes": c.recomputes,
+                "where": f"verify/{c.where}"}
+
+    if check_id is None:
+        if as_json:
+            return json.dumps([obj(cid, c) for cid, c in sorted(catalog.all_ids().items())], indent=2)
+        return "\n".join(catalog.list_lines())
+    entry = catalog.lookup(check_id)
+    if entry is None:
+        raise BundleError(f"--check {check_id}: not a check id of the verifier; `rev88 verify --list-checks` lists "
+                          "them")
+    return json.dumps(obj(check_id, entry), indent=2) if as_json else "\n".join(catalog.entry_lines(entry, check_id))
 
 
 def explain_json() -> str:

@@ -25,7 +25,7 @@ def _script() -> str:
 
 
 # Sends SIGINT to this process at the first import statement naming the module in argv[1], then runs the script:
-# typer (bundle.cli's first import), bundle.errors (bundle.commands' imports), bundle.commands (the first command
+# typer (bundle.cli's first import), protocol.errors (bundle.commands' imports), bundle.commands (the first command
 # module registering itself on the app), rich (typer's help printing: typer turns that interrupt into a silent exit
 # 130). A hook that never fired would leave the command to finish (exit 0).
 HOOK = """
@@ -41,7 +41,7 @@ builtins.__import__ = hooked
 """
 
 
-@pytest.mark.parametrize("trigger", ["typer", "bundle.errors", "bundle.commands", "rich"])
+@pytest.mark.parametrize("trigger", ["typer", "protocol.errors", "bundle.commands", "rich"])
 def test_ctrl_c_while_the_commands_are_imported_is_one_line_and_130(trigger: str) -> None:
     proc = subprocess.run([sys.executable, "-c", HOOK + _script(), trigger, "verify", "--help"], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=300)

@@ -60,7 +60,7 @@ def test_no_check_changes_the_shared_fixture_records(monkeypatch: pytest.MonkeyP
     """fixture_records parses the records once per archive and hands the same objects to every family: after a
     whole verification they still serialise as parsed, and the verdicts are those of a fresh parse per call
     (without NVIDIA's reader, whose verdicts carry read times)."""
-    from verify.checks import run  # noqa: PLC0415
+    from verify.checks import run, run_common  # noqa: PLC0415
 
     original = run.fixture_records
     parsed: list[tuple[object, list[tuple[str, str]]]] = []
@@ -72,7 +72,8 @@ def test_no_check_changes_the_shared_fixture_records(monkeypatch: pytest.MonkeyP
             return records
         return original(f)
 
-    monkeypatch.setattr(run, "fixture_records", snapshotting)
+    for module in (run, run_common):  # run re-exports run_common's; run_energy calls run_common's
+        monkeypatch.setattr(module, "fixture_records", snapshotting)
     shared = verify_archive(EVIDENCE / name)
     (files, before), = parsed
     assert before and [(rel, json.dumps(rec, sort_keys=True)) for rel, rec in files.shared["fixture_records"]] == before
@@ -81,7 +82,8 @@ def test_no_check_changes_the_shared_fixture_records(monkeypatch: pytest.MonkeyP
         f.shared.pop("fixture_records", None)
         return original(f)
 
-    monkeypatch.setattr(run, "fixture_records", fresh_each_call)
+    for module in (run, run_common):
+        monkeypatch.setattr(module, "fixture_records", fresh_each_call)
     assert _verdicts(verify_archive(EVIDENCE / name)) == _verdicts(shared)
 
 

@@ -58,8 +58,12 @@ def test_real_archive_verifies_with_no_fail(report):
                 "consistency.workspace_requested", "consistency.input_archive_sha256", "energy.interval.settle_seconds"):
         assert cid in ids, cid
     unavailable = [r for r in report if r.status is Status.UNAVAILABLE and not npz_bytes_unavailable(r)]
-    # the 8 reports not stored, and the 10 profile runs resumed from a device call stopped before it recorded itself
-    assert {r.check_id for r in unavailable} == {"profile.ncu_report", "reproduce.timing.record_stamps_unrecorded"}
+    # the 8 reports not stored, the 10 profile runs resumed from a device call stopped before it recorded itself,
+    # and qualification's record stamps: its records carry none, so that check compared nothing
+    assert {r.check_id for r in unavailable} == {"profile.ncu_report", "reproduce.timing.record_stamps_unrecorded",
+                                                 "reproduce.timing.record_stamps"}
+    assert [(r.subject, r.recorded) for r in unavailable if r.check_id == "reproduce.timing.record_stamps"] == [
+        ("qualify/ (invocation 0)", 0)]
     assert all("is not in the archive" in r.reason for r in unavailable if r.check_id == "profile.ncu_report")
     (gap,) = [r for r in unavailable if r.check_id == "reproduce.timing.record_stamps_unrecorded"]
     assert gap.subject == "profile/ (invocation 1)" and gap.recorded == 20

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from verify.result import CheckResult, check_equal, check_true
+from verify.result import CheckResult, check_equal, check_true, unavailable
 
 PROTOCOL_CONFIG_ORDER = ("alpha", "batch_size", "momentum", "weight_decay", "seed", "depth", "epochs",
                          "learning_rate")
@@ -40,8 +40,10 @@ def check_config(config: object, *, subject: str, reference: dict | None = None)
 
 
 def check_same(check_id: str, items: Iterable[tuple[str, object]], *, what: str) -> CheckResult:
-    """All (subject, value) pairs carry the same value."""
+    """All (subject, value) pairs carry the same value; UNAVAILABLE when there are none (nothing compared)."""
     pairs = list(items)
+    if not pairs:  # compared nothing: never a PASS
+        return unavailable(check_id, "no records", f"{what}: no record states it, so nothing was compared")
     values = [v for _, v in pairs]
     distinct = [v for i, v in enumerate(values) if v not in values[:i]]
     return check_true(check_id, ", ".join(s for s, _ in pairs[:3]) + (" ..." if len(pairs) > 3 else ""),

@@ -39,7 +39,7 @@ from verify.checks.original import DRAWS, SEED_BASE, STATE_KEYS
 from verify.integrity import ArchiveFiles
 from verify.original_layout import PROFILES
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
-from verify.result import CheckResult, check_equal, check_true, guarded
+from verify.result import CheckResult, check_equal, check_true, guarded, unavailable
 
 SUMMARY = "cache-audit/summary.json"
 CUDA_VALIDATION = "cache-audit/cuda-validation.json"
@@ -151,10 +151,13 @@ def check_inventories(f: ArchiveFiles) -> list[CheckResult]:
             continue
         out.append(fields.check_inventory_structure(get_dict(rec, "result.buffer_inventory", rel), ref,
                                                     subject=rel, where=rel))
-    out.append(check_true("memory.inventory.device", "cache-audit", all(
-        get_str(s, "device", rel) == "cuda:0" for _, (rel, rec) in recs.items()
-        for s in get_list(rec, "result.buffer_inventory.unique_storages", rel)),
-        "a named storage is not on cuda:0 (the fixture's device)"))
+    devices = [get_str(s, "device", rel) for _, (rel, rec) in recs.items()
+               for s in get_list(rec, "result.buffer_inventory.unique_storages", rel)]
+    if not devices:  # compared nothing: never a PASS
+        out.append(unavailable("memory.inventory.device", "cache-audit", "no cache-audit record lists a named storage"))
+        return out
+    out.append(check_true("memory.inventory.device", "cache-audit", all(d == "cuda:0" for d in devices),
+                          "a named storage is not on cuda:0 (the fixture's device)", recomputed=len(devices)))
     return out
 
 
@@ -274,9 +277,11 @@ def _profile_gpus(f: ArchiveFiles) -> list[str]:
 
 
 def fields_same(check_id: str, items: list[tuple[str, Any]], what: str) -> CheckResult:
-    """All values equal (one verdict)."""
+    """All values equal (one verdict); UNAVAILABLE for fewer than two values (nothing compared)."""
     res = fields.same_within_groups(check_id, [items], what=what)
-    return res[0] if res else check_true(check_id, "cache-audit", True, "")
+    if res:
+        return res[0]
+    return unavailable(check_id, "cache-audit", f"{what}: {len(items)} record(s) state it, fewer than two to compare")
 
 
 def _summary_entry(f: ArchiveFiles, name: str) -> dict:

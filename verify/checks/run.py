@@ -17,30 +17,10 @@ import numpy as np
 from protocol import data
 from verify.checks import accuracy, draws, memory, run_energy
 from verify.checks.consistency import check_config, check_same, check_workspace_string
-from verify.checks.run_common import frozen_predictions_sha, frozen_smoke_predictions_sha
+from verify.checks.run_common import fixture_records, frozen_predictions_sha, frozen_smoke_predictions_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_list, get_str
 from verify.result import CheckResult, check_equal, failed, guarded, unavailable
-
-
-def fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
-    """(path, record) of every fixture record of the compare, energy, profile and qualify phases.
-
-    The records are parsed once per archive and the same objects are handed to every caller (some twenty
-    per archive: parsing them each time was a quarter of the verifier's CPU), so a check must never change
-    one (tests/verify/test_parallel_verify.py runs every check over records that refuse changes). The
-    list itself is new on each call.
-    """
-    cached = f.shared.get("fixture_records")
-    if cached is None:
-        cached = []
-        for rel in sorted(f.content):
-            if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify"):
-                rec = f.json(rel)
-                if isinstance(rec, dict) and "buffer_inventory" in rec and "metadata" in rec:
-                    cached.append((rel, rec))
-        f.shared["fixture_records"] = cached
-    return list(cached)
 
 
 def which_draw(metadata: dict, where: str) -> int | None:

@@ -11,17 +11,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from protocol.data import DRAW_COUNT
 from verify.host import ORIGINAL_ROOT, frozen_reference
 from verify.integrity import ArchiveFiles
 from verify.records import get_str
-from verify.result import CheckResult, failed, passed
+from verify.result import CheckResult, failed, passed, unavailable
 
 REL_TOL = 1e-12
 """Relative tolerance for recomputed floats (the same arithmetic reproduces them to the bit;
 the margin only admits a different libm)."""
 ABS_TOL = 1e-15
 
-__all__ = ["ORIGINAL_ROOT", "compare_fields", "frozen_draw_metadata", "frozen_predictions_sha",
+__all__ = ["DRAW_COUNT", "ORIGINAL_ROOT", "all_qualify_records", "compare_fields", "fixture_records",
+           "frozen_draw_metadata", "frozen_predictions_sha", "qualify_records",
            "frozen_smoke_predictions_sha", "json_record", "same_value", "stored_sha"]
 # ORIGINAL_ROOT (the frozen reference: REV88_ORIGINAL_DIR, else the repository's copy) is defined in verify.host.
 
@@ -45,8 +47,11 @@ def compare_fields(check_id: str, subject: str, recorded: Any, recomputed: dict,
                    rel_tol: float = REL_TOL) -> CheckResult:
     """One verdict: every key of ``recomputed`` equals the recorded object's (floats within ``rel_tol``).
 
-    Extra recorded keys are not compared (records may carry more than the verifier derives).
+    Extra recorded keys are not compared (records may carry more than the verifier derives). An empty
+    ``recomputed`` compares nothing: UNAVAILABLE, never PASS.
     """
+    if not recomputed:
+        return unavailable(check_id, subject, f"{what}: nothing was recomputed to compare")
     if not isinstance(recorded, dict):
         return failed(check_id, subject, f"{what}: recorded value is not an object", recorded=recorded,
                       recomputed=recomputed)
@@ -59,6 +64,39 @@ def compare_fields(check_id: str, subject: str, recorded: Any, recomputed: dict,
                        for k in bad[:3])
     return failed(check_id, subject, f"{what} differs ({detail})", recorded={k: recorded.get(k) for k in bad},
                   recomputed={k: recomputed[k] for k in bad}, tolerance=tol)
+
+
+def fixture_records(f: ArchiveFiles) -> list[tuple[str, dict]]:
+    """(path, record) of every fixture record of the compare, energy, profile and qualify phases.
+
+    The records are parsed once per archive and the same objects are handed to every caller (some twenty
+    per archive: parsing them each time was a quarter of the verifier's CPU), so a check must never change
+    one (tests/verify/test_parallel_verify.py runs every check over records that refuse changes). The
+    list itself is new on each call.
+    """
+    cached = f.shared.get("fixture_records")
+    if cached is None:
+        cached = []
+        for rel in sorted(f.content):
+            if rel.endswith(".json.gz") and rel.split("/")[0] in ("compare", "energy", "profile", "qualify"):
+                rec = f.json(rel)
+                if isinstance(rec, dict) and "buffer_inventory" in rec and "metadata" in rec:
+                    cached.append((rel, rec))
+        f.shared["fixture_records"] = cached
+    return list(cached)
+
+
+
+
+def qualify_records(f: ArchiveFiles) -> list[str]:
+    """Archive paths of the fresh-process qualification records (``qualify/draw-XX.json.gz`` with a
+    ``fixture`` block); in-process records (``rev88 qualify --in-process``, the CPU default) have none."""
+    return [rel for rel in all_qualify_records(f) if isinstance(f.json(rel).get("fixture"), dict)]
+
+
+def all_qualify_records(f: ArchiveFiles) -> list[str]:
+    """Archive paths of every qualification draw record present."""
+    return [p for i in range(DRAW_COUNT) if f.has(p := f"qualify/draw-{i:02d}.json.gz")]
 
 
 def stored_sha(f: ArchiveFiles, rel: str) -> str | None:

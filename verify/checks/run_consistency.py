@@ -30,7 +30,7 @@ from protocol import data
 from protocol import host_records as hostinfo
 from verify.checks import draws, run, run_host
 from verify.checks.consistency import FROZEN_CONFIG, PROTOCOL_CONFIG_ORDER, check_config
-from verify.checks.run_common import compare_fields, json_record
+from verify.checks.run_common import all_qualify_records, compare_fields, json_record, qualify_records
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_int, get_list, get_str
 from verify.result import CheckResult, check_equal, check_true, failed, guarded, unavailable
@@ -220,6 +220,10 @@ def check_configs(f: ArchiveFiles) -> list[CheckResult]:
     for rel in qualify_records(f):
         out += guarded("consistency.config", rel, lambda rel=rel: one(rel, f.json(rel), ("config", "metadata.config"),
                                                                       "fixture.config_file_sha256"))
+    if not shas:  # compared nothing: never a PASS
+        out.append(unavailable("consistency.config_file_sha256", "0 records", "no fixture or qualification record "
+                               "states a config_file_sha256 to compare with the frozen config's"))
+        return out
     out.append(check_true("consistency.config_file_sha256", f"{len(shas)} records", all(s == config_sha for s in shas),
                           f"a record's config_file_sha256 is not the frozen config's {config_sha}",
                           recomputed=sorted(set(shas))))
@@ -314,15 +318,8 @@ def check_prediction_coverage(f: ArchiveFiles) -> list[CheckResult]:
     return out
 
 
-def qualify_records(f: ArchiveFiles) -> list[str]:
-    """Archive paths of the fresh-process qualification records (``qualify/draw-XX.json.gz`` with a
-    ``fixture`` block); in-process records (``rev88 qualify --in-process``, the CPU default) have none."""
-    return [rel for rel in all_qualify_records(f) if isinstance(f.json(rel).get("fixture"), dict)]
-
-
-def all_qualify_records(f: ArchiveFiles) -> list[str]:
-    """Archive paths of every qualification draw record present."""
-    return [p for i in range(data.DRAW_COUNT) if f.has(p := f"qualify/draw-{i:02d}.json.gz")]
+# qualify_records and all_qualify_records live in run_common (run_energy needs them too, and importing
+# this module from there made run_consistency <-> run_energy a cycle); they stay importable from here.
 
 
 def in_process_qualify_records(f: ArchiveFiles) -> list[str]:

@@ -31,8 +31,8 @@ from typing import Any
 
 from protocol import energy_design as design
 from verify.arith import energy as arith
-from verify.checks import energy
-from verify.checks.run_common import compare_fields, json_record, stored_sha
+from verify.checks import energy, run_common
+from verify.checks.run_common import compare_fields, json_record, qualify_records, stored_sha
 from verify.integrity import ArchiveFiles
 from verify.records import get, get_dict, get_float, get_int, get_list, get_str
 from verify.result import CheckResult, check_equal, check_true, failed, guarded, passed, unavailable
@@ -185,10 +185,8 @@ def check_learners(f: ArchiveFiles) -> list[CheckResult]:
 def fused_blocks(f: ArchiveFiles) -> list[tuple[str, dict, str | None, dict]]:
     """(path, learner block, device, record) of every record of the archive that ran ``rev88-fused``
     (a qualification record's block sits in its ``fixture``)."""
-    from verify.checks import run, run_consistency  # noqa: PLC0415
-
-    found = [(rel, rec.get("learner"), rec.get("device"), rec) for rel, rec in run.fixture_records(f)]
-    for rel in run_consistency.qualify_records(f):
+    found = [(rel, rec.get("learner"), rec.get("device"), rec) for rel, rec in run_common.fixture_records(f)]
+    for rel in qualify_records(f):
         rec = f.json(rel)
         found.append((rel, (rec.get("fixture") or {}).get("learner"), None, rec))
     return [(rel, b, dev, rec) for rel, b, dev, rec in found if isinstance(b, dict) and b.get("name") == "rev88-fused"]
