@@ -509,7 +509,7 @@ _ENTRIES: tuple[Check, ...] = (
        "The raw MNIST files on disk have the sha256 and md5 the record states (and the bundle pins).",
        "checks/draws.check_raw_sources"),
     _c("data.raw_file.bundle_pin", RECOMPUTED, EXACT,
-       "sha256 recorded vs bundle.data pin: recorded equals `pin.sha256`",
+       "sha256 recorded vs protocol.data pin: recorded equals `pin.sha256`",
        "The raw MNIST files on disk have the sha256 and md5 the record states (and the bundle pins).",
        "checks/draws.check_raw_sources"),
     _c("data.raw_file.md5", RECOMPUTED, EXACT,

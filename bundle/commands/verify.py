@@ -147,7 +147,7 @@ def catalog_text(check_id: str | None, *, as_json: bool = False) -> str:
     """
     import json
 
-    from bundle.errors import BundleError
+    from protocol.errors import BundleError
     from verify import catalog
 
     def obj(cid: str, c: catalog.Check) -> dict:
