@@ -29,9 +29,15 @@ def _workers(pgid: int) -> list[int]:
     return [p.pid for p in processes("spawn_main") if p.pgid == pgid and not p.stopped]
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process table from /proc (Linux)")
-def test_ctrl_c_is_one_line_and_exit_130_without_worker_tracebacks() -> None:
-    pytest.importorskip("ncu_report")  # without NVIDIA's reader no worker starts
+ATTEMPTS = 5
+"""Runs tried: one whose signal landed only after the verification had ended (its summary printed,
+exit 0: a loaded machine can get there between the test's look at the workers and its signal) is
+not a Ctrl-C during the work and is run again."""
+
+
+def _interrupt_once() -> tuple[int, str, str]:
+    """Start ``rev88 verify`` in its own session, signal its process group once its report readers
+    exist, and return (exit status, stdout, stderr)."""
     proc = subprocess.Popen([sys.executable, "-c", "from bundle.cli import main; main()", "verify", str(ARCHIVE)],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -46,8 +52,20 @@ def test_ctrl_c_is_one_line_and_exit_130_without_worker_tracebacks() -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    assert proc.returncode == 130, (out, err)
-    assert "Traceback" not in err and "Fatal Python error" not in err and "KeyboardInterrupt" not in err, err
-    assert err.splitlines() == ["rev88: interrupted (Ctrl-C)"], err
-    assert out == ""  # no summary that looks complete
     assert not _workers(proc.pid)  # the workers were stopped, not left reading
+    return proc.returncode, out, err
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process table from /proc (Linux)")
+def test_ctrl_c_is_one_line_and_exit_130_without_worker_tracebacks() -> None:
+    pytest.importorskip("ncu_report")  # without NVIDIA's reader no worker starts
+    for _ in range(ATTEMPTS):
+        code, out, err = _interrupt_once()
+        assert "Traceback" not in err and "Fatal Python error" not in err and "KeyboardInterrupt" not in err, err
+        if code == 0 and "verified" in out:  # the signal came after the work: not the case under test
+            continue
+        assert code == 130, (out, err)
+        assert err.splitlines() == ["rev88: interrupted (Ctrl-C)"], err
+        assert out == ""  # no summary that looks complete
+        return
+    pytest.fail(f"in {ATTEMPTS} runs the signal never arrived before the verification ended")
