@@ -9,6 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEVICE     ?= cpu
 RUN_DIR    ?= out/run-local
 ARCHIVE    ?=
+BASELINE   ?=
 REPORT_DIR ?= report
 # reproduce: in Docker by default (one container of GPU_IMAGE per job); NATIVE=1 runs on this host.
 NATIVE     ?=
@@ -76,8 +77,8 @@ test: $(VENV)/.test ## run the full test suite (CPU; GPU tests are skipped witho
 	$(BIN)/python -m pytest -q -m gpu
 
 # The quick subset (tests/quick.py, marker quick; only its files are collected): a few minutes on 2 cores;
-# the run fails when a module of bundle/ or verify/ was imported by no quick test.
-test-quick: $(VENV)/.test ## run the quick subset of the tests (every module of bundle/ and verify/ touched)
+# the run fails when a module of bundle/, verify/ or protocol/ was imported by no quick test.
+test-quick: $(VENV)/.test ## run the quick subset of the tests (every module of bundle/, verify/ and protocol/ touched)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m quick \
 	    $$($(BIN)/python -m tests.quick)
 
@@ -110,8 +111,8 @@ profile: $(VENV)/.learner ## Nsight Compute DRAM/HBM bytes and L2 sectors into R
 verify: $(VENV)/.base ## verify every shipped evidence archive (no GPU, no torch)
 	$(BIN)/rev88 verify $(ARCHIVE)
 
-report: $(VENV)/.report ## REPORT.md and figures from a verified archive (ARCHIVE=evidence/<run>)
-	$(BIN)/rev88 report $(or $(ARCHIVE),$(RUN_DIR)) --out $(REPORT_DIR)
+report: $(VENV)/.report ## REPORT.md and figures from a verified archive (ARCHIVE=evidence/<run>; BASELINE=evidence/<rev88 run> for a fused one)
+	$(BIN)/rev88 report $(or $(ARCHIVE),$(RUN_DIR)) --out $(REPORT_DIR) $(if $(BASELINE),--baseline $(BASELINE))
 
 image: ## build the GPU image (GPU_IMAGE) and the verify image (VERIFY_IMAGE)
 	$(DOCKER) build $(IMAGE_ARGS) --target gpu -t $(GPU_IMAGE) .

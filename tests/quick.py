@@ -75,6 +75,8 @@ QUICK = (
     # the shared definitions: host references and their refusals, the layering, the README's figures
     "tests/bundle/test_hostrefs.py",
     "tests/test_readme_figures.py",
+    # the check catalog (verify.catalog is imported only by --list-checks / --check)
+    "tests/verify/test_catalog.py::test_verify_lists_the_catalog_and_prints_one_entry",
 )
 """Node-id prefixes of the quick tests (``make test-quick``); a test marked ``slow`` in them is left out."""
 

@@ -208,7 +208,7 @@ BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block
 KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
 #: the line of that source that declares its launch layout: the mark, then one JSON object (:func:`parse_layout`)
 LAYOUT_MARK = "// rev88-layout: "
-# --- legacy: remove when issue 44 remakes these archives ----------------------------------------------------
+# --- legacy: remove when the two kept fused archives are remade with their kernel source (issue 44) ----------------------------------------------------
 #: The layouts of the two kernel sources that the kept fused archives ran, made before archives carried their
 #: source: 0ac8be88… (evidence/h200-fused-cuda-20261204e, G = 2) and 9da9db69… (evidence/h200-fused-cuda-20261205,
 #: G = 8). Both are bundle/fused_cuda.cu of git history, before it declared its layout; each entry is the block
@@ -302,7 +302,7 @@ def check_kernel_source(f: ArchiveFiles, shas: list[Any]) -> list[CheckResult]:
         if len(names) == 1 and names[0] in LEGACY_LAYOUTS:
             return [unavailable(cid, rel, f"the archive carries no kernel source (made before archives stored it); "
                                           f"the launch checks use the verifier's legacy layout of {names[0][:8]}…, "
-                                          "kept until issue 44 remakes this archive", recorded=names)]
+                                          "kept until this archive is remade with its kernel source", recorded=names)]
         return [failed(cid, rel, f"CUDA-tool records name kernel source {', '.join(n[:8] + '…' for n in names)} but "
                                  f"the archive has no {rel}: its launch layout cannot be read", recorded=names)]
     data = f.read(rel)
