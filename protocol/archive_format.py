@@ -28,6 +28,10 @@ name, comment, extra field or header CRC), mtime 0, XFL 2 (level 9), OS 255 (unk
 Together with one member and nothing after its 8-byte trailer this is the canonical gzip
 form the verifier requires (``verify.safeio``)."""
 
+KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
+"""Where an archive made with the CUDA kernel tool keeps the kernel source its jobs compiled (gzipped; the
+bytes its records' ``kernel_source_sha256`` hashes): written by the writer, read by the verifier."""
+
 RESUMED_NAME = "resumed.json.gz"
 """File written into every phase folder at completion (``bundle.archive.RunArchive.phase``)."""
 

@@ -37,6 +37,7 @@ from bundle.jobs import (
     fused_product_precision,
     fused_train_programs,
 )
+from protocol.archive_format import KERNEL_SOURCE_REL
 from protocol.errors import BundleError
 from protocol.fixture_inputs import INPUT_KEYS, npz_bytes  # noqa: F401  (re-exported)
 from protocol.workspaces import workspace_stem  # noqa: F401  (re-exported)
@@ -120,8 +121,6 @@ def engine_env(engine: Engine) -> dict[str, str]:
 #: the CUDA kernel tool's source (bundle.fused_cuda.KERNEL_SOURCE, package data of ``bundle``, named here
 #: without importing torch)
 CUDA_KERNEL_SOURCE = Path(str(importlib.resources.files("bundle").joinpath("fused_cuda.cu")))
-#: where a run folder keeps the kernel source its CUDA-tool jobs compiled (verify.checks.run_energy.KERNEL_SOURCE_REL)
-KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
 
 
 def store_kernel_source(run_dir: str | os.PathLike[str], stage: str | os.PathLike[str],

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from protocol.data import DRAW_COUNT, TEST_COUNT
 from verify.checks import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from verify.records import get
 from verify.result import CheckResult, check_close, check_equal, check_true
 
-DRAW_COUNT = 11
-TEST_COUNT = 10_000
 TOTAL = DRAW_COUNT * TEST_COUNT
 REQUIRED_CORRECT = 96_800
 """88 % of 110,000 (the 12 % error target), as the original protocol records."""

@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from protocol import energy_design as design
+from protocol.archive_format import KERNEL_SOURCE_REL
 from verify.arith import energy as arith
 from verify.checks import energy, run_common
 from verify.checks.run_common import compare_fields, json_record, qualify_records, stored_sha
@@ -203,9 +204,6 @@ PRODUCT_PRECISIONS = ("ieee", "tf32x3")
 #: kernel tools of the fused learner (bundle.jobs.FUSED_KERNEL_TOOLS; absent in records before it was recorded)
 KERNEL_TOOLS = ("triton", "cuda")
 BATCH_SIZE = 128   # the frozen batch (spec 2.5): the CUDA tool's rows per block are ceil(128 / G)
-#: where an archive made with the CUDA kernel tool keeps the kernel source its jobs compiled (the bytes
-#: ``kernel_source_sha256`` hashes; written by bundle.phases.fixture_runner.store_kernel_source)
-KERNEL_SOURCE_REL = "fused_cuda.cu.gz"
 #: the line of that source that declares its launch layout: the mark, then one JSON object (:func:`parse_layout`)
 LAYOUT_MARK = "// rev88-layout: "
 # --- legacy: remove when the two kept fused archives are remade with their kernel source (issue 44) ----------------------------------------------------
